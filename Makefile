@@ -1,0 +1,33 @@
+# Two commands do all the set-up: `make demo` and `make test`. Both create .venv with python3.11
+# and install the project with its extras in one pip command (so the resolver keeps bpy's numpy<2
+# pin), re-installing only when pyproject.toml changes.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+EXTRAS := render,faiss,distributed,zenodo,dev
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test demo lint bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	$(BIN)/ident3d demo $(DEMO_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check ident3d render baselines leaderboard tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

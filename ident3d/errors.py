@@ -1,0 +1,29 @@
+"""One exception class per concern. Messages name the value or path, what was expected, and the fix."""
+
+
+class Ident3dError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class LatentError(Ident3dError, ValueError):
+    """Raw latents with the wrong shape, non-finite values or values outside [-1, 1]."""
+
+
+class DatasetError(Ident3dError):
+    """A dataset folder that is missing, incomplete, corrupted or inconsistent with its manifest."""
+
+
+class ManifestMismatchError(DatasetError):
+    """A render or pack would mix settings with the manifest already on disk."""
+
+
+class DownloadError(Ident3dError):
+    """A download that could not be completed or verified."""
+
+
+class SubmissionError(Ident3dError):
+    """A submitted model or embedding file the evaluator cannot score."""
+
+
+class ResultError(Ident3dError):
+    """A result or leaderboard document that does not match its JSON Schema."""

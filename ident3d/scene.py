@@ -1,0 +1,177 @@
+"""From raw latents to scene parameters: positions, Euler angles, spotlight position and RGB colours.
+
+Pure numpy, so the whole mapping is tested without Blender; ``render`` only applies the result.
+Geometry and colour constants follow Zimmermann et al. (ICML 2021), appendix A.4, and the
+measurements in REFERENCE.md section 1.
+
+Two mappings share factor order, ranges and geometry and differ only in colour:
+
+* ``legacy`` reproduces the original generator: hue ``h = u / 4`` is fed to ``colorsys``-style HSV
+  conversion without wrapping, and Blender clamps the resulting negative channels to 0. Object hue
+  is pure red for every ``u`` in [-2/3, 0] and jumps at ``u = -2/3``; spotlight and ground hues have
+  smaller plateaus. Use it only to match the published images.
+* ``v2`` wraps the same hue arc onto the colour circle: ``h = (u / 4) mod 1`` runs from 270 degrees
+  (violet) through 0 (red) to 90 degrees (chartreuse), half the circle, so both ends are clearly
+  different colours. Every channel stays inside [0, 1] without clamping, and each hue latent maps
+  continuously and injectively to RGB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ident3d.errors import LatentError
+from ident3d.latents import N_LATENTS, check_raw_latents
+
+TEAPOT_SIZE = 4.4421  # largest dimension of the scaled teapot, "s" in REFERENCE.md
+POSITION_SCALE = 3.0  # location = 3 u
+ANGLE_SCALE = np.pi / 2  # rotations and spotlight angle = (pi / 2) u
+HUE_SCALE = 1 / 4  # hue in turns = (pi / 2) u / (2 pi)
+SPOT_RADIUS = 4.0
+SPOT_HEIGHT = 6.0 + TEAPOT_SIZE
+GROUND_Z = -TEAPOT_SIZE
+# HSV saturations of object, spotlight and ground colour (value is always 1).
+SATURATIONS = (1.0, 0.8, 0.6)
+
+
+@dataclass(frozen=True)
+class SceneParams:
+    """Everything Blender needs per image; every field is an (N, 3) float64 array."""
+
+    object_location: np.ndarray
+    object_rotation: np.ndarray  # Euler XYZ, radians
+    spot_location: np.ndarray  # the spot always aims at the object's origin
+    object_rgb: np.ndarray  # linear RGB as given to Blender
+    spot_rgb: np.ndarray
+    ground_rgb: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.object_location)
+
+    def row(self, i: int) -> dict[str, tuple[float, float, float]]:
+        """The parameters of image ``i`` as plain tuples (what a render worker consumes)."""
+        return {f.name: tuple(float(v) for v in getattr(self, f.name)[i]) for f in fields(self)}
+
+
+def hsv_to_rgb(h: np.ndarray, s: float, v: float = 1.0) -> np.ndarray:
+    """Continuous HSV to RGB with the hue taken modulo 1; channels always in [0, v]."""
+    h = np.mod(np.asarray(h, dtype=np.float64), 1.0)
+    k = np.mod(np.array([5.0, 3.0, 1.0]) + 6.0 * h[..., None], 6.0)
+    return v * (1.0 - s * np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0))
+
+
+def colorsys_hsv_to_rgb_clamped(h: np.ndarray, s: float, v: float = 1.0) -> np.ndarray:
+    """The original pipeline's colour: ``colorsys.hsv_to_rgb`` on unwrapped hues, then Blender's clamp.
+
+    ``colorsys`` truncates ``6 h`` toward zero, so negative hues give channels below 0 (which
+    Blender clamps to 0) and above 1 (which pass through as HDR values).
+    """
+    h6 = 6.0 * np.asarray(h, dtype=np.float64)
+    sector = np.trunc(h6)
+    f = h6 - sector
+    sector = np.mod(sector, 6).astype(int)
+    p = np.full_like(f, v * (1.0 - s))
+    q = v * (1.0 - s * f)
+    t = v * (1.0 - s * (1.0 - f))
+    vv = np.full_like(f, v)
+    table = np.stack([
+        np.stack([vv, t, p], -1), np.stack([q, vv, p], -1), np.stack([p, vv, t], -1),
+        np.stack([p, q, vv], -1), np.stack([t, p, vv], -1), np.stack([vv, p, q], -1),
+    ])
+    rgb = np.take_along_axis(table, sector[None, ..., None].repeat(3, -1), 0)[0]
+    return np.maximum(rgb, 0.0)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A named, versioned way to turn hue latents into colours; geometry is shared."""
+
+    name: str
+    summary: str
+    hue_to_rgb: Callable[[np.ndarray, float], np.ndarray]
+    hue_formula: str
+    wraps_hue: bool
+
+
+MAPPINGS: dict[str, Mapping] = {
+    "v2": Mapping(
+        "v2",
+        "identifiable colours: hue arc 270..360..90 degrees wrapped onto the colour circle, "
+        "no clamping",
+        hsv_to_rgb,
+        "HSV(h = (u/4) mod 1, S={s}, V=1): hue 270 (violet) -> 0 (red) -> 90 (chartreuse) deg",
+        wraps_hue=True,
+    ),
+    "legacy": Mapping(
+        "legacy",
+        "the original 3DIdent colours, clamping defect included (matches the published images)",
+        colorsys_hsv_to_rgb_clamped,
+        "colorsys HSV(h = u/4, S={s}, V=1), negative channels clamped to 0 (not injective)",
+        wraps_hue=False,
+    ),
+}
+DEFAULT_MAPPING = "v2"
+
+
+def get_mapping(name: str) -> Mapping:
+    if name not in MAPPINGS:
+        raise LatentError(
+            f"unknown scene mapping {name!r}; expected one of {', '.join(MAPPINGS)}. "
+            "Fix: use 'v2' for new renders or 'legacy' to match the published 3DIdent."
+        )
+    return MAPPINGS[name]
+
+
+def scene_params(raw: np.ndarray, mapping: str = DEFAULT_MAPPING) -> SceneParams:
+    """Map raw latents (N, 10) in [-1, 1] to scene parameters with the named mapping."""
+    m = get_mapping(mapping)
+    z = check_raw_latents(raw)
+    location = POSITION_SCALE * z[:, 0:3]
+    location[:, 2] += TEAPOT_SIZE / 2
+    theta = ANGLE_SCALE * z[:, 6]
+    spot = np.stack([SPOT_RADIUS * np.sin(theta), SPOT_RADIUS * np.cos(theta),
+                     np.full_like(theta, SPOT_HEIGHT)], axis=1)
+    hues = HUE_SCALE * z[:, 7:10]
+    return SceneParams(
+        object_location=location,
+        object_rotation=ANGLE_SCALE * z[:, 3:6],
+        spot_location=spot,
+        object_rgb=m.hue_to_rgb(hues[:, 0], SATURATIONS[0]),
+        spot_rgb=m.hue_to_rgb(hues[:, 1], SATURATIONS[1]),
+        ground_rgb=m.hue_to_rgb(hues[:, 2], SATURATIONS[2]),
+    )
+
+
+def scene_latents(raw: np.ndarray, mapping: str = DEFAULT_MAPPING) -> np.ndarray:
+    """Scene-space values per factor, as stored in ``latents.npy`` (N, 10), float32.
+
+    Columns: location x, y, z (scene units), Euler X, Y, Z (rad), spotlight angle (rad), then the
+    three hues in turns (wrapped to [0, 1) for ``v2``, unwrapped as in the original for ``legacy``).
+    """
+    m = get_mapping(mapping)
+    z = check_raw_latents(raw)
+    out = np.empty((len(z), N_LATENTS), dtype=np.float64)
+    out[:, 0:3] = POSITION_SCALE * z[:, 0:3]
+    out[:, 2] += TEAPOT_SIZE / 2
+    out[:, 3:7] = ANGLE_SCALE * z[:, 3:7]
+    hues = HUE_SCALE * z[:, 7:10]
+    out[:, 7:10] = np.mod(hues, 1.0) if m.wraps_hue else hues
+    return out.astype(np.float32)
+
+
+def factor_formulas(mapping: str = DEFAULT_MAPPING) -> tuple[str, ...]:
+    """Human-readable formula from raw latent u to the scene, per factor (for the dataset card)."""
+    m = get_mapping(mapping)
+    return (
+        "x = 3u",
+        "y = 3u",
+        f"z = 3u + {TEAPOT_SIZE / 2:.4f}",
+        "alpha = (pi/2)u",
+        "beta = (pi/2)u",
+        "gamma = (pi/2)u",
+        f"theta = (pi/2)u; spot at (4 sin theta, 4 cos theta, {SPOT_HEIGHT:.4f})",
+        *(m.hue_formula.format(s=s) for s in SATURATIONS),
+    )
