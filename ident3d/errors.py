@@ -17,6 +17,10 @@ class ManifestMismatchError(DatasetError):
     """A render or pack would mix settings with the manifest already on disk."""
 
 
+class RenderError(Ident3dError):
+    """A render job that cannot start or finish: bad settings, no GPU, Blender failure."""
+
+
 class DownloadError(Ident3dError):
     """A download that could not be completed or verified."""
 

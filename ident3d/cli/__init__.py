@@ -13,7 +13,7 @@ import sys
 
 from ident3d.errors import Ident3dError
 
-VERBS = ("info",)
+VERBS = ("info", "render")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "render a 3DIdent split with Blender (resumable; local processes, Ray, or one shard)"
+EXAMPLE = ("ident3d render --out data/3dident --split train --n 1000 --seed 0 --preset standard\n"
+           "  ident3d render --out data/3dident --split train --n 250000 --shard 3/64   # Slurm array\n"
+           "  ident3d render --out data/3dident --split train --finalize")
+
+
+def shard_arg(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N such as 0/4, got {text!r}") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"expected 0 <= I < N, got {text!r}")
+    return i, n
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, required=True, help="dataset root")
+    p.add_argument("--split", default="train", help="split folder name (train, test, ...)")
+    p.add_argument("--n", type=int, help="number of images (not needed with --latents)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the uniform latents")
+    p.add_argument("--variant", default="v2", choices=["v2", "legacy"], help="scene mapping")
+    p.add_argument("--preset", default="standard", choices=["paper", "standard", "preview"])
+    p.add_argument("--resolution", type=int, help="override the preset's image size (px)")
+    p.add_argument("--samples", type=int, help="override the preset's Cycles samples")
+    p.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="Cycles device")
+    p.add_argument("--latents", type=Path, help="render these raw latents (.npy, N x 10)")
+    p.add_argument("--workers", type=int, default=1, help="render processes (or Ray CPUs)")
+    p.add_argument("--engine", default="local", choices=["local", "ray"])
+    p.add_argument("--ray-address", help="connect to this Ray cluster instead of starting one")
+    p.add_argument("--shard", type=shard_arg, default=(0, 1), metavar="I/N",
+                   help="render only shard I of N (for job arrays); finalizes when all exist")
+    p.add_argument("--finalize", action="store_true",
+                   help="only merge finished shards of --out/--split into manifest.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ident3d.layout import SplitLayout
+    from render.job import finalize, plan_job, render_split
+    from render.settings import resolve_settings
+
+    if args.finalize:
+        print(finalize(SplitLayout(args.out, args.split)))
+        return 0
+    settings = resolve_settings(args.preset, args.resolution, args.samples, device=args.device)
+    job = plan_job(args.out, args.split, n=args.n, seed=args.seed, variant=args.variant,
+                   settings=settings, latents_file=args.latents)
+    manifest = render_split(job, engine=args.engine, workers=args.workers, shard=args.shard,
+                            ray_address=args.ray_address, progress=not args.quiet)
+    if manifest is None:
+        print(f"shard {args.shard[0]}/{args.shard[1]} done; the split is finalized when all "
+              "shards exist (or run with --finalize)")
+    else:
+        print(manifest)
+    return 0

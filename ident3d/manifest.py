@@ -1,0 +1,72 @@
+"""``manifest.json``: what a split holds and how it was made (DESIGN.md, "The dataset on disk")."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from ident3d.errors import DatasetError
+from ident3d.latents import FACTORS
+
+MANIFEST_FORMAT = 1
+
+
+def factor_table() -> list[dict[str, Any]]:
+    return [asdict(f) for f in FACTORS]
+
+
+def build_manifest(*, variant: str, n: int, padding: int, renderer: dict[str, Any],
+                   settings: dict[str, Any], seeds: dict[str, Any], latents_sha256: str,
+                   files: dict[str, str], image_mean: list[float], image_std: list[float],
+                   ) -> dict[str, Any]:
+    return {
+        "format_version": MANIFEST_FORMAT,
+        "dataset": "3dident",
+        "variant": variant,
+        "mapping_version": variant,
+        "factors": factor_table(),
+        "n": n,
+        "padding": padding,
+        "renderer": renderer,
+        "render_settings": settings,
+        "seeds": seeds,
+        "raw_latents_sha256": latents_sha256,
+        "image_mean": image_mean,
+        "image_std": image_std,
+        "files": files,
+    }
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise DatasetError(f"{path}: cannot read the manifest ({error}). Fix: re-run the render "
+                           "command, which rewrites it, or delete it to load as a published layout.")
+    if manifest.get("format_version") != MANIFEST_FORMAT:
+        raise DatasetError(f"{path}: manifest format {manifest.get('format_version')!r}, this "
+                           f"version of ident3d reads format {MANIFEST_FORMAT}. Fix: upgrade ident3d.")
+    return manifest
+
+
+def channel_stats(paths: list[Path]) -> tuple[list[float], list[float]]:
+    """Per-channel mean and std of RGB images in [0, 1] units, over every pixel of every image."""
+    total = np.zeros(3)
+    total_sq = np.zeros(3)
+    count = 0
+    for path in paths:
+        with Image.open(path) as im:
+            pixels = np.asarray(im.convert("RGB"), dtype=np.float64).reshape(-1, 3) / 255.0
+        total += pixels.sum(0)
+        total_sq += (pixels**2).sum(0)
+        count += len(pixels)
+    if count == 0:
+        return [0.0] * 3, [0.0] * 3
+    mean = total / count
+    std = np.sqrt(np.maximum(total_sq / count - mean**2, 0.0))
+    return [round(float(v), 6) for v in mean], [round(float(v), 6) for v in std]

@@ -1,0 +1,213 @@
+"""Build the 3DIdent scene in code with bpy and render single images into it.
+
+Scene values follow REFERENCE.md section 2 (the original CLEVR-derived scene read in current
+Blender). Only ``apply`` changes between images: object transform, spot position and the colours.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ident3d.extras import require
+from ident3d.scene import GROUND_Z
+from render.settings import RenderSettings
+from render.teapot import OBJECT_SCALE, teapot_mesh
+
+CAMERA_LOCATION = (8.0, 0.0, 8.0)
+SUN = {"location": (0.0, 0.0, 25.8), "energy": 0.5, "angle_deg": 11.42}
+AREA = {"location": (0.0, 0.0, 7.0), "energy": 39.27, "size": 1.0}
+SPOT = {"energy": 3000.0, "radius": 0.5, "cone_deg": 35.0, "blend": 0.1}
+GROUND_SIZE = 1500.0
+GLOSSY_GREY = 0.8
+
+
+def _rubber_material(bpy, name: str):
+    """Outer mix (Fresnel IOR 1.2) of an inner mix and a glossy layer; the inner mix (Fresnel IOR
+    1.4) blends a Lambert diffuse and an Ashikhmin sheen of the colour. Returns (material, rgb node).
+    """
+    mat = bpy.data.materials.new(name)
+    mat.use_nodes = True
+    nodes, links = mat.node_tree.nodes, mat.node_tree.links
+    nodes.clear()
+    out = nodes.new("ShaderNodeOutputMaterial")
+    rgb = nodes.new("ShaderNodeRGB")
+    rgb.name = "colour"
+    diffuse = nodes.new("ShaderNodeBsdfDiffuse")
+    sheen = nodes.new("ShaderNodeBsdfSheen")
+    sheen.distribution = "ASHIKHMIN"
+    sheen.inputs["Roughness"].default_value = 0.6
+    glossy = nodes.new("ShaderNodeBsdfGlossy")
+    glossy.distribution = "BECKMANN"
+    glossy.inputs["Roughness"].default_value = 0.59
+    glossy.inputs["Color"].default_value = (GLOSSY_GREY, GLOSSY_GREY, GLOSSY_GREY, 1.0)
+    inner_fresnel, outer_fresnel = nodes.new("ShaderNodeFresnel"), nodes.new("ShaderNodeFresnel")
+    inner_fresnel.inputs["IOR"].default_value = 1.4
+    outer_fresnel.inputs["IOR"].default_value = 1.2
+    inner, outer = nodes.new("ShaderNodeMixShader"), nodes.new("ShaderNodeMixShader")
+    links.new(rgb.outputs[0], diffuse.inputs["Color"])
+    links.new(rgb.outputs[0], sheen.inputs["Color"])
+    links.new(inner_fresnel.outputs[0], inner.inputs[0])
+    links.new(diffuse.outputs[0], inner.inputs[1])
+    links.new(sheen.outputs[0], inner.inputs[2])
+    links.new(outer_fresnel.outputs[0], outer.inputs[0])
+    links.new(inner.outputs[0], outer.inputs[1])
+    links.new(glossy.outputs[0], outer.inputs[2])
+    links.new(outer.outputs[0], out.inputs["Surface"])
+    return mat, rgb
+
+
+def _light(bpy, name: str, kind: str, location, energy: float):
+    data = bpy.data.lights.new(name, kind)
+    data.energy = energy
+    obj = bpy.data.objects.new(name, data)
+    obj.location = location
+    obj.visible_camera = False
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def _track_to(obj, target) -> None:
+    c = obj.constraints.new("TRACK_TO")
+    c.target = target
+    c.track_axis = "TRACK_NEGATIVE_Z"
+    c.up_axis = "UP_Y"
+
+
+def _configure_device(bpy, scene, device: str) -> None:
+    if device == "cpu":
+        scene.cycles.device = "CPU"
+        return
+    from ident3d.errors import RenderError
+
+    prefs = bpy.context.preferences.addons["cycles"].preferences
+    for backend in ("OPTIX", "CUDA"):
+        try:
+            prefs.compute_device_type = backend
+        except TypeError:
+            continue
+        prefs.refresh_devices()
+        gpus = [d for d in prefs.devices if d.type == backend]
+        if gpus:
+            for d in prefs.devices:
+                d.use = d.type == backend
+            scene.cycles.device = "GPU"
+            return
+    raise RenderError("--device gpu: Cycles found no CUDA or OptiX device on this machine. "
+                      "Fix: run on a machine with an NVIDIA GPU, or use --device cpu.")
+
+
+class BlenderScene:
+    """The 3DIdent scene, built once per process; ``render`` writes one PNG per call."""
+
+    def __init__(self, settings: RenderSettings) -> None:
+        self.bpy = bpy = require("bpy")
+        self.settings = settings
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        scene = bpy.context.scene
+        self._configure_render(scene, settings)
+        world = bpy.data.worlds.new("world")
+        world.color = (0.0, 0.0, 0.0)
+        if world.node_tree is None:
+            world.use_nodes = True
+        background = world.node_tree.nodes.get("Background")
+        if background is not None:
+            background.inputs["Strength"].default_value = 0.0
+        scene.world = world
+
+        origin = bpy.data.objects.new("origin", None)
+        scene.collection.objects.link(origin)
+        cam = bpy.data.objects.new("camera", bpy.data.cameras.new("camera"))
+        cam.data.lens, cam.data.sensor_width, cam.data.sensor_fit = 35.0, 50.0, "AUTO"
+        cam.location = CAMERA_LOCATION
+        _track_to(cam, origin)
+        scene.collection.objects.link(cam)
+        scene.camera = cam
+
+        sun = _light(bpy, "sun", "SUN", SUN["location"], SUN["energy"])
+        sun.data.angle = math.radians(SUN["angle_deg"])
+        area = _light(bpy, "area", "AREA", AREA["location"], AREA["energy"])
+        area.data.size = AREA["size"]
+
+        vertices, faces = teapot_mesh()
+        mesh = bpy.data.meshes.new("teapot")
+        mesh.from_pydata(vertices.tolist(), [], [list(f) for f in faces])
+        mesh.shade_smooth()
+        mesh.validate()
+        self.teapot = bpy.data.objects.new("teapot", mesh)
+        self.teapot.scale = (OBJECT_SCALE,) * 3
+        self.teapot.rotation_mode = "XYZ"
+        scene.collection.objects.link(self.teapot)
+        self._recalc_normals(mesh)
+
+        half = GROUND_SIZE / 2
+        ground_mesh = bpy.data.meshes.new("ground")
+        ground_mesh.from_pydata([(-half, -half, 0), (half, -half, 0), (half, half, 0),
+                                 (-half, half, 0)], [], [[0, 1, 2, 3]])
+        ground = bpy.data.objects.new("ground", ground_mesh)
+        ground.location = (0.0, 0.0, GROUND_Z)
+        scene.collection.objects.link(ground)
+
+        teapot_mat, self.teapot_rgb = _rubber_material(bpy, "teapot")
+        ground_mat, self.ground_rgb = _rubber_material(bpy, "ground")
+        mesh.materials.append(teapot_mat)
+        ground_mesh.materials.append(ground_mat)
+
+        self.spot = _light(bpy, "spot", "SPOT", (0.0, 0.0, 0.0), SPOT["energy"])
+        self.spot.data.shadow_soft_size = SPOT["radius"]
+        self.spot.data.spot_size = math.radians(SPOT["cone_deg"])
+        self.spot.data.spot_blend = SPOT["blend"]
+        _track_to(self.spot, self.teapot)
+
+    def _configure_render(self, scene, s: RenderSettings) -> None:
+        scene.render.engine = s.engine
+        scene.render.resolution_x = scene.render.resolution_y = s.resolution
+        scene.render.resolution_percentage = 100
+        scene.render.film_transparent = False
+        scene.render.dither_intensity = 0.0
+        scene.render.use_file_extension = False
+        scene.render.image_settings.file_format = "PNG"
+        scene.render.image_settings.color_mode = "RGB"
+        scene.render.image_settings.color_depth = "8"
+        scene.render.image_settings.compression = 15
+        scene.view_settings.view_transform = "Standard"
+        scene.view_settings.look = "None"
+        scene.display_settings.display_device = "sRGB"
+        c = scene.cycles
+        c.samples = s.samples
+        c.use_adaptive_sampling = False
+        c.use_denoising = s.denoise
+        if s.denoise:
+            c.denoiser = "OPENIMAGEDENOISE"
+        c.seed = s.cycles_seed
+        c.max_bounces = 0
+        c.diffuse_bounces = c.glossy_bounces = c.transmission_bounces = c.volume_bounces = 0
+        c.transparent_max_bounces = 8
+        c.blur_glossy = 2.0  # "filter glossy" in the UI
+        c.pixel_filter_type = "BLACKMAN_HARRIS"
+        c.filter_width = 1.5
+        _configure_device(self.bpy, scene, s.device)
+
+    def _recalc_normals(self, mesh) -> None:
+        bmesh = require("bmesh")
+        bm = bmesh.new()
+        bm.from_mesh(mesh)
+        bmesh.ops.recalc_face_normals(bm, faces=bm.faces)
+        bm.to_mesh(mesh)
+        bm.free()
+
+    def apply(self, params: dict[str, tuple[float, float, float]]) -> None:
+        """Set one image's scene parameters (a row of ``ident3d.scene.SceneParams``)."""
+        self.teapot.location = params["object_location"]
+        self.teapot.rotation_euler = params["object_rotation"]
+        self.spot.location = params["spot_location"]
+        self.spot.data.color = params["spot_rgb"]
+        self.teapot_rgb.outputs[0].default_value = (*params["object_rgb"], 1.0)
+        self.ground_rgb.outputs[0].default_value = (*params["ground_rgb"], 1.0)
+
+    def render(self, params: dict[str, tuple[float, float, float]], path: Path) -> None:
+        """Render one image to ``path`` (the caller makes the write atomic)."""
+        self.apply(params)
+        scene = self.bpy.context.scene
+        scene.render.filepath = str(path)
+        self.bpy.ops.render.render(write_still=True)

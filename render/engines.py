@@ -1,0 +1,60 @@
+"""Engines that run render tasks: a local pool of long-lived processes, or Ray."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+from collections.abc import Callable
+
+from ident3d.errors import RenderError
+from ident3d.extras import require
+from render.settings import RenderSettings
+from render.worker import init_worker, render_one, render_tasks
+
+Task = tuple[int, str, dict]
+ENGINES = ("local", "ray")
+
+
+def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
+              on_done: Callable[[int], None]) -> None:
+    """Spawned worker processes each build the scene once and render contiguous chunks."""
+    if not tasks:
+        return
+    workers = max(1, min(workers, len(tasks)))
+    chunk = max(1, min(8, len(tasks) // (4 * workers)))
+    ctx = multiprocessing.get_context("spawn")  # bpy is not fork-safe
+    with ctx.Pool(workers, initializer=init_worker, initargs=(settings,)) as pool:
+        try:
+            for _ in pool.imap_unordered(render_one, tasks, chunksize=chunk):
+                on_done(1)
+        except Exception as error:  # a worker's exception arrives here, re-raised by the pool
+            raise RenderError(f"a render worker failed: {error!r}") from error
+
+
+def run_ray(settings: RenderSettings, tasks: list[Task], workers: int, address: str | None,
+            on_done: Callable[[int], None]) -> None:
+    """Ray tasks over contiguous chunks; a chunk whose worker dies or raises is retried 3 times.
+
+    Ray reuses worker processes, so each builds the Blender scene once (``render.worker``).
+    """
+    if not tasks:
+        return
+    ray = require("ray")
+    started_here = not ray.is_initialized()
+    if started_here:
+        local = address is None
+        ray.init(address=address, num_cpus=workers if local else None, include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=True)(render_tasks)
+        size = max(1, math.ceil(len(tasks) / (4 * workers)))
+        pending = [remote.remote(settings, tasks[i:i + size]) for i in range(0, len(tasks), size)]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                on_done(len(ray.get(ref)))
+    except ray.exceptions.RayError as error:
+        raise RenderError(f"the Ray render failed after retries: {error}") from error
+    finally:
+        if started_here:
+            ray.shutdown()

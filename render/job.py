@@ -1,0 +1,223 @@
+"""A render job: plan it, refuse mixed settings, render what is missing, record shards, finalize.
+
+Every file is written atomically, so re-running the same command after any interruption renders
+only what is missing and ends with the same dataset as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from ident3d import atomic
+from ident3d.errors import ManifestMismatchError, RenderError
+from ident3d.latents import check_raw_latents, sample_uniform
+from ident3d.layout import SplitLayout, padding_width
+from ident3d.manifest import build_manifest, channel_stats, read_manifest
+from ident3d.scene import get_mapping, scene_latents, scene_params
+from render import engines
+from render.settings import RenderSettings
+
+log = logging.getLogger(__name__)
+PNG_END = b"IEND\xaeB`\x82"
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    layout: SplitLayout
+    variant: str
+    settings: RenderSettings
+    seed: int
+    raw: np.ndarray  # (N, 10) float32
+    latents_file: str | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.raw)
+
+    @property
+    def padding(self) -> int:
+        return padding_width(self.n)
+
+    def spec(self) -> dict[str, Any]:
+        """What must agree between runs writing into the same split."""
+        return {
+            "variant": self.variant,
+            "render_settings": self.settings.pixel_identity(),
+            "seed": None if self.latents_file else self.seed,
+            "n": self.n,
+            "raw_latents_sha256": atomic.sha256_array(self.raw),
+        }
+
+
+def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str,
+             settings: RenderSettings, latents_file: Path | None = None) -> RenderJob:
+    """Check every input before anything is written: variant, latents shape, range and finiteness."""
+    get_mapping(variant)
+    if latents_file is not None:
+        try:
+            raw = np.load(latents_file, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise RenderError(f"--latents {latents_file}: cannot read a .npy array ({error}). "
+                              "Fix: save an (N, 10) float array with numpy.save.") from error
+        raw = check_raw_latents(raw, what=f"--latents {latents_file}").astype(np.float32)
+        if n is not None and n != len(raw):
+            raise RenderError(f"--n {n} disagrees with --latents {latents_file}, which holds "
+                              f"{len(raw)} rows. Fix: drop --n.")
+    else:
+        if n is None or n < 1:
+            raise RenderError(f"--n must be a positive number of images, got {n}")
+        raw = sample_uniform(n, seed)
+    return RenderJob(SplitLayout(Path(root), split), variant, settings, seed, raw,
+                     str(latents_file) if latents_file else None)
+
+
+def _differences(old: dict, new: dict) -> list[str]:
+    return [f"{k}: on disk {old.get(k)!r}, now {new.get(k)!r}" for k in new if old.get(k) != new[k]]
+
+
+def prepare(job: RenderJob) -> None:
+    """Refuse to mix settings with what is on disk; then write latents and the job record."""
+    lay = job.layout
+    spec = job.spec()
+    if lay.render_job.exists():
+        old = json.loads(lay.render_job.read_text())
+        diff = _differences(old, spec)
+        if diff:
+            raise ManifestMismatchError(
+                f"{lay.folder} already holds a render with other settings ({'; '.join(diff)}). "
+                "Fix: use another --out or --split, or repeat the original settings to resume.")
+    elif lay.manifest.exists() or lay.raw_latents.exists():
+        raise ManifestMismatchError(
+            f"{lay.folder} already holds a dataset not rendered by this command. "
+            "Fix: choose an empty --out or --split.")
+    lay.images.mkdir(parents=True, exist_ok=True)
+    if not lay.raw_latents.exists():
+        atomic.save_npy(lay.raw_latents, job.raw)
+    if not lay.latents.exists():
+        atomic.save_npy(lay.latents, scene_latents(job.raw, job.variant))
+    if not lay.render_job.exists():
+        atomic.write_json(lay.render_job, spec)
+
+
+def shard_range(n: int, shard: int, num_shards: int) -> range:
+    if not 0 <= shard < num_shards:
+        raise RenderError(f"--shard {shard}/{num_shards}: expected 0 <= I < N")
+    return range(shard * n // num_shards, (shard + 1) * n // num_shards)
+
+
+def image_is_complete(path: Path) -> bool:
+    """Cheap check that a PNG is whole: it exists and ends with the IEND chunk."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-len(PNG_END), 2)
+            return f.read() == PNG_END
+    except OSError:
+        return False
+
+
+def render_split(job: RenderJob, *, engine: str = "local", workers: int = 1,
+                 shard: tuple[int, int] = (0, 1), ray_address: str | None = None,
+                 progress: bool = True) -> Path | None:
+    """Render the shard's missing images, record the shard, and finalize when all shards exist.
+
+    Returns the manifest path once the split is complete, else None (other shards outstanding).
+    """
+    if engine not in engines.ENGINES:
+        raise RenderError(f"unknown engine {engine!r}; expected one of {', '.join(engines.ENGINES)}")
+    lay = job.layout
+    prepare(job)
+    if lay.manifest.exists():
+        log.info("%s is complete; nothing to render", lay.folder)
+        return lay.manifest
+    indices = shard_range(job.n, *shard)
+    todo = [i for i in indices if not image_is_complete(lay.image(i, job.padding))]
+    if todo:
+        params = scene_params(job.raw[todo], job.variant)
+        tasks = [(i, str(lay.image(i, job.padding)), params.row(k)) for k, i in enumerate(todo)]
+        with tqdm(total=len(indices), initial=len(indices) - len(todo), unit="img",
+                  desc=f"render {lay.split} {shard[0]}/{shard[1]}", disable=not progress) as bar:
+            if engine == "local":
+                engines.run_local(job.settings, tasks, workers, bar.update)
+            else:
+                engines.run_ray(job.settings, tasks, workers, ray_address, bar.update)
+    write_shard_record(job, shard, indices)
+    return finalize(lay) if shards_complete(lay) else None
+
+
+def _shard_path(lay: SplitLayout, shard: int, num_shards: int) -> Path:
+    return lay.shards / f"shard-{shard:05d}-of-{num_shards:05d}.json"
+
+
+def write_shard_record(job: RenderJob, shard: tuple[int, int], indices: range) -> None:
+    lay = job.layout
+    files = {}
+    for i in indices:
+        path = lay.image(i, job.padding)
+        if not image_is_complete(path):
+            raise RenderError(f"{path} is missing or truncated after rendering. Fix: re-run.")
+        files[path.name] = atomic.sha256_file(path)
+    atomic.write_json(_shard_path(lay, *shard), {"shard": shard[0], "num_shards": shard[1],
+                                                 "start": indices.start, "stop": indices.stop,
+                                                 "files": files})
+
+
+def _records(lay: SplitLayout) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(lay.shards.glob("shard-*.json"))]
+
+
+def shards_complete(lay: SplitLayout) -> bool:
+    n = json.loads(lay.render_job.read_text())["n"]
+    covered = np.zeros(n, dtype=bool)
+    for r in _records(lay):
+        covered[r["start"]:r["stop"]] = True
+    return bool(covered.all())
+
+
+def finalize(lay: SplitLayout) -> Path:
+    """Merge shard records into ``manifest.json`` (with image statistics) and drop the records."""
+    if lay.manifest.exists():
+        read_manifest(lay.manifest)
+        return lay.manifest
+    if not lay.render_job.exists():
+        raise RenderError(f"{lay.folder}: no render job to finalize. Fix: run `ident3d render` first.")
+    spec = json.loads(lay.render_job.read_text())
+    if not shards_complete(lay):
+        raise RenderError(f"{lay.folder}: some shards are not rendered yet "
+                          f"({len(_records(lay))} records in {lay.shards}). Fix: render them, then "
+                          "run `ident3d render --finalize` again.")
+    files: dict[str, str] = {}
+    for record in _records(lay):
+        files.update(record["files"])
+    n, padding = spec["n"], padding_width(spec["n"])
+    names = [lay.image(i, padding).name for i in range(n)]
+    missing = [name for name in names if name not in files]
+    if missing:
+        raise RenderError(f"{lay.folder}: shard records miss {missing[:3]}. Fix: re-run the shards.")
+    mean, std = channel_stats([lay.images / name for name in names])
+    renderer = {"name": "ident3d.render", "ident3d": _version("ident3d"),
+                "blender": _version("bpy"), "engine": spec["render_settings"]["engine"]}
+    seeds = {"latents": spec["seed"], "cycles": spec["render_settings"]["cycles_seed"]}
+    manifest = build_manifest(
+        variant=spec["variant"], n=n, padding=padding, renderer=renderer,
+        settings=spec["render_settings"], seeds=seeds, latents_sha256=spec["raw_latents_sha256"],
+        files={name: files[name] for name in names}, image_mean=mean, image_std=std)
+    atomic.write_json(lay.manifest, manifest)
+    for path in lay.shards.glob("shard-*.json"):
+        path.unlink()
+    lay.shards.rmdir()
+    return lay.manifest
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
