@@ -127,17 +127,29 @@ def sample_conditional(
     scale: float | np.ndarray = 0.1,
     beta: float | None = None,
 ) -> np.ndarray:
-    """Draw one positive per row of ``z`` from the conditional around it, truncated to [-1, 1].
+    """Draw one positive per row of ``z`` from the conditional around it, truncated to [-1, 1]."""
+    z = np.asarray(z, dtype=np.float64)
+    return conditional_from_uniform(z, rng.random(z.shape), kind, scale, beta)
 
-    Truncation is exact and vectorised: a uniform draw between the CDF values of the two bounds is
-    pushed through the inverse CDF, so there is no rejection loop (the original redrew until inside).
+
+def conditional_from_uniform(
+    z: np.ndarray,
+    u: np.ndarray,
+    kind: str = "normal",
+    scale: float | np.ndarray = 0.1,
+    beta: float | None = None,
+) -> np.ndarray:
+    """Push uniform numbers ``u`` in [0, 1) through the truncated conditional around ``z``.
+
+    Truncation is exact and vectorised: ``u`` is mapped between the CDF values of the two bounds
+    and through the inverse CDF, so there is no rejection loop (the original redrew until inside).
+    Taking ``u`` from the caller lets each item of a batch use its own random stream.
     """
     z = np.asarray(z, dtype=np.float64)
     dist = conditional_distribution(kind, beta)
     s = broadcast_scale(scale, z.shape[-1])
     lo = dist.cdf((RAW_LOW - z) / s)
     hi = dist.cdf((RAW_HIGH - z) / s)
-    u = lo + rng.random(z.shape) * (hi - lo)
-    z_pos = z + s * dist.ppf(u)
+    z_pos = z + s * dist.ppf(lo + np.asarray(u) * (hi - lo))
     # ppf can land a hair outside the box in floating point; the bounds are exact by construction.
     return np.clip(z_pos, RAW_LOW, RAW_HIGH)

@@ -13,7 +13,7 @@ import sys
 
 from ident3d.errors import Ident3dError
 
-VERBS = ("info", "render")
+VERBS = ("info", "render", "pack")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):

@@ -1,0 +1,140 @@
+"""``ThreeDIdent``: a torchvision dataset over this project's renders or the published layout."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image, UnidentifiedImageError
+from torchvision.datasets import VisionDataset
+from torchvision.transforms import Normalize
+
+from ident3d.errors import DatasetError
+from ident3d.layout import SplitLayout, padding_width
+from ident3d.manifest import channel_stats, read_manifest
+
+STATS_SAMPLE = 2000  # images used for mean/std when a published split has no manifest
+
+
+class ThreeDIdent(VisionDataset):
+    """3DIdent images with their raw latents (float32, in [-1, 1]) as targets.
+
+    Reads ``<root>/<split>/`` as written by ``ident3d render`` (with ``manifest.json``) or as
+    published on Zenodo (no manifest; image names padded to ceil(log10 N) digits). When the split
+    was packed (``ident3d pack``), images come from the memory-mapped ``images.npy`` instead.
+    """
+
+    def __init__(self, root: str | Path, split: str = "train",
+                 transform: Callable | None = None, target_transform: Callable | None = None,
+                 download: bool = False) -> None:
+        super().__init__(str(root), transform=transform, target_transform=target_transform)
+        self.split = split
+        self.layout = SplitLayout(Path(root), split)
+        if download and not self.layout.raw_latents.exists():
+            from ident3d.download import download_split
+
+            download_split(Path(root), split)
+        if not self.layout.raw_latents.exists():
+            raise DatasetError(
+                f"{self.layout.raw_latents} not found: {self.layout.folder} is not a 3DIdent split. "
+                "Fix: render it (`ident3d render`), download it (`ident3d download` or "
+                "download=True), or point root at the folder that holds the split.")
+        self.latents = np.load(self.layout.raw_latents, allow_pickle=False).astype(np.float32)
+        self.manifest: dict[str, Any] | None = (
+            read_manifest(self.layout.manifest) if self.layout.manifest.exists() else None)
+        self.padding = self.manifest["padding"] if self.manifest else padding_width(len(self))
+        self.variant = self.manifest["variant"] if self.manifest else "legacy (published)"
+        self.is_packed = bool(self.manifest and "packed" in self.manifest
+                              and self.layout.packed.exists())
+        self._packed: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.latents)
+
+    def extra_repr(self) -> str:
+        source = "packed images.npy" if self.is_packed else "PNG files"
+        return f"Split: {self.split}\nVariant: {self.variant}\nImages: {source}"
+
+    def image_path(self, index: int) -> Path:
+        return self.layout.image(index, self.padding)
+
+    def _packed_array(self) -> np.ndarray:
+        # Opened lazily (and dropped when pickled) so DataLoader workers map the file themselves.
+        if self._packed is None:
+            self._packed = np.load(self.layout.packed, mmap_mode="r", allow_pickle=False)
+        return self._packed
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_packed"] = None
+        return state
+
+    def load_array(self, index: int) -> np.ndarray:
+        """Image ``index`` as uint8 (H, W, 3), RGB."""
+        if not 0 <= index < len(self):
+            raise IndexError(f"index {index} out of range for {len(self)} images")
+        if self.is_packed:
+            return np.asarray(self._packed_array()[index])
+        path = self.image_path(index)
+        try:
+            with Image.open(path) as im:
+                return np.asarray(im.convert("RGB"))
+        except FileNotFoundError:
+            raise DatasetError(f"{path} is missing. Fix: re-run the render command (it resumes) "
+                               "or re-download the split; `ident3d verify` lists every problem.")
+        except (UnidentifiedImageError, OSError) as error:
+            raise DatasetError(f"{path} cannot be decoded ({error}). Fix: delete it and re-run the "
+                               "render command, or re-download the split.") from error
+
+    def load_batch(self, indices: np.ndarray) -> np.ndarray:
+        """Images as uint8 (B, H, W, 3); one fancy-index read when packed."""
+        indices = np.asarray(indices, dtype=np.int64)
+        if self.is_packed:
+            order = np.argsort(indices)  # sorted reads are kinder to the page cache
+            out = np.empty((len(indices), *self._packed_array().shape[1:]), dtype=np.uint8)
+            out[order] = self._packed_array()[indices[order]]
+            return out
+        return np.stack([self.load_array(int(i)) for i in indices])
+
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
+        image: Any = Image.fromarray(self.load_array(index))
+        target: Any = torch.from_numpy(self.latents[index].copy())
+        if self.transform is not None:
+            image = self.transform(image)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return image, target
+
+    def channel_stats(self) -> tuple[list[float], list[float]]:
+        """Per-channel mean and std in [0, 1] units: from the manifest, else from the data."""
+        if self.manifest:
+            return self.manifest["image_mean"], self.manifest["image_std"]
+        n = min(len(self), STATS_SAMPLE)
+        picks = np.random.default_rng(0).choice(len(self), size=n, replace=False)
+        return channel_stats([self.image_path(int(i)) for i in np.sort(picks)])
+
+    def normalize(self) -> Normalize:
+        """A ``Normalize`` transform with this split's own statistics (not the original constants)."""
+        mean, std = self.channel_stats()
+        return Normalize(mean, std)
+
+
+def to_tensor_batch(images: np.ndarray) -> torch.Tensor:
+    """uint8 (B, H, W, 3) to float32 (B, 3, H, W) in [0, 1], the evaluator's input contract."""
+    return torch.from_numpy(images).permute(0, 3, 1, 2).float().div_(255.0)
+
+
+def manifest_summary(root: Path, split: str) -> dict[str, Any]:
+    """A small JSON-able identity of a split, for result files."""
+    lay = SplitLayout(Path(root), split)
+    if lay.manifest.exists():
+        from ident3d.atomic import sha256_file
+
+        manifest = json.loads(lay.manifest.read_text())
+        return {"variant": manifest["variant"], "n": manifest["n"],
+                "manifest_sha256": sha256_file(lay.manifest)}
+    return {"variant": "legacy (published)", "n": None, "manifest_sha256": None}

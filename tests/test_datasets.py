@@ -1,0 +1,135 @@
+import numpy as np
+import pytest
+import torch
+from conftest import write_fake_split
+from torch.utils.data import DataLoader
+from torchvision.transforms import ToTensor
+
+from ident3d.datasets import ThreeDIdent
+from ident3d.errors import DatasetError
+from ident3d.latents import sample_uniform
+from ident3d.packing import pack_split
+from ident3d.pairs import ContrastivePairs, build_index
+
+
+@pytest.mark.parametrize("with_manifest", [True, False])
+def test_both_layouts_load(tmp_path, with_manifest):
+    write_fake_split(tmp_path, "test", n=12, manifest=with_manifest)
+    ds = ThreeDIdent(tmp_path, "test", transform=ToTensor(), target_transform=lambda t: t * 2)
+    assert len(ds) == 12 and ds.padding == 2
+    image, target = ds[3]
+    assert image.shape == (3, 16, 16) and image.dtype == torch.float32
+    raw = np.load(tmp_path / "test/raw_latents.npy")
+    torch.testing.assert_close(target, torch.from_numpy(raw[3]) * 2)
+    text = repr(ds)
+    assert "Number of datapoints: 12" in text and "Split: test" in text
+    assert ("v2" if with_manifest else "published") in text
+    mean, std = ds.channel_stats()
+    assert len(mean) == 3 and all(0 < s < 1 for s in std)
+    assert ds.normalize()(image).shape == image.shape
+
+
+def test_missing_and_corrupt_images_raise_dataset_error(fake_split):
+    ds = ThreeDIdent(fake_split)
+    path = ds.image_path(7)
+    path.unlink()
+    with pytest.raises(DatasetError, match=str(path).replace(".", r"\.")):
+        ds[7]
+    ds.image_path(8).write_bytes(b"not a png")
+    with pytest.raises(DatasetError, match="cannot be decoded"):
+        ds[8]
+    with pytest.raises(DatasetError, match="not a 3DIdent split"):
+        ThreeDIdent(fake_split, "nonexistent")
+
+
+def test_packed_and_png_give_identical_tensors(fake_split):
+    png = ThreeDIdent(fake_split, transform=ToTensor())
+    expected = [png[i][0] for i in range(len(png))]
+    pack_split(fake_split, "train", progress=False)
+    packed = ThreeDIdent(fake_split, transform=ToTensor())
+    assert packed.is_packed and packed.manifest["packed"]["shape"] == [50, 16, 16, 3]
+    for i in range(len(packed)):
+        torch.testing.assert_close(packed[i][0], expected[i], rtol=0, atol=0)
+    np.testing.assert_array_equal(packed.load_batch(np.array([5, 1, 5])),
+                                  np.stack([png.load_array(i) for i in (5, 1, 5)]))
+
+
+def test_pack_a_published_layout_writes_a_manifest(tmp_path):
+    write_fake_split(tmp_path, "train", n=10, manifest=False)
+    pack_split(tmp_path, "train", progress=False)
+    ds = ThreeDIdent(tmp_path)
+    assert ds.is_packed and ds.variant == "legacy" and len(ds.manifest["files"]) == 10
+
+
+def collect(pairs, **loader_kw):
+    loader = DataLoader(pairs, batch_size=8, **loader_kw)
+    return [torch.cat([b[k] for b in loader]) for k in range(4)]
+
+
+def test_pairs_identical_for_any_worker_count(fake_split):
+    pairs = ContrastivePairs(ThreeDIdent(fake_split), scale=0.3, seed=11, epoch_length=40)
+    reference = collect(pairs, num_workers=0)
+    for ctx in ("fork", "spawn"):
+        other = collect(pairs, num_workers=2, multiprocessing_context=ctx)
+        for a, b in zip(reference, other, strict=True):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert reference[0].shape == (40, 3, 16, 16) and reference[2].shape == (40, 10)
+    # Same item through __getitem__ agrees with the batched path.
+    x, x_pos, z, z_pos = pairs[5]
+    torch.testing.assert_close(z_pos, reference[3][5])
+    pairs.set_epoch(1)
+    assert not torch.equal(collect(pairs)[2], reference[2])
+    assert pairs._index is not None and pairs.__getstate__()["_index"] is None
+
+
+def test_positive_is_never_the_anchor_and_latents_match_images(fake_split):
+    ds = ThreeDIdent(fake_split)
+    pairs = ContrastivePairs(ds, scale=0.05, seed=0)
+    anchor, positive = pairs.sample_indices(np.arange(200))
+    assert (anchor != positive).all()
+    x, x_pos, z, z_pos = pairs[0]
+    a, p = pairs.sample_indices(np.array([0]))
+    torch.testing.assert_close(z, torch.from_numpy(ds.latents[a[0]]))
+    expected = torch.from_numpy(ds.load_array(int(a[0])).copy()).permute(2, 0, 1) / 255
+    torch.testing.assert_close(x, expected)
+
+
+class LatentsOnly:
+    """Just enough of a dataset for latent-space statistics of many pairs."""
+
+    def __init__(self, n, seed=0):
+        self.latents = sample_uniform(n, seed)
+
+    def __len__(self):
+        return len(self.latents)
+
+
+def test_spread_grows_with_scale_and_legacy_inflates():
+    data = LatentsOnly(50000)
+    spread = {s: ContrastivePairs(data, scale=s).effective_conditional(4000).mean()
+              for s in (0.05, 0.2, 0.5)}
+    assert spread[0.05] < spread[0.2] < spread[0.5]
+    corrected = ContrastivePairs(data, scale=0.1).effective_conditional(4000)
+    legacy = ContrastivePairs(data, scale=0.1, legacy=True).effective_conditional(4000)
+    assert legacy.mean() > 1.3 * corrected.mean()
+    pairs = ContrastivePairs(data, scale=np.r_[[0.05] * 5, [0.5] * 5])
+    per_latent = pairs.effective_conditional(4000)
+    assert per_latent[:5].max() < per_latent[5:].min()
+    anchor, positive = pairs.sample_indices(np.arange(1000))
+    assert np.abs(data.latents[positive]).max() <= 1
+
+
+def test_ivf_recall_against_flat():
+    z = sample_uniform(50000, 0)
+    queries = sample_uniform(2000, 1)
+    _, exact = build_index(z, "flat").search(queries, 1)
+    _, approx = build_index(z, "ivf").search(queries, 1)
+    assert (exact[:, 0] == approx[:, 0]).mean() >= 0.95
+
+
+def test_bad_pair_arguments(fake_split):
+    ds = ThreeDIdent(fake_split)
+    with pytest.raises(DatasetError, match="unknown index"):
+        ContrastivePairs(ds, index="hnsw")
+    with pytest.raises(ValueError, match="one per latent"):
+        ContrastivePairs(ds, scale=[0.1, 0.2])

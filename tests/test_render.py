@@ -1,0 +1,160 @@
+"""Real Blender renders, tiny: 32 px and 2 samples."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from ident3d.errors import LatentError, ManifestMismatchError
+from ident3d.layout import SplitLayout
+from render.job import plan_job, render_split
+from render.settings import resolve_settings
+
+pytestmark = pytest.mark.blender
+TINY = resolve_settings("preview", resolution=32, samples=2)
+
+
+def pixels(root: Path, split: str = "train") -> np.ndarray:
+    files = sorted((root / split / "images").glob("*.png"))
+    return np.stack([np.asarray(Image.open(f).convert("RGB")) for f in files])
+
+
+def render(root, n=6, seed=0, variant="v2", latents=None, settings=TINY, **kw):
+    job = plan_job(root, "train", n=n, seed=seed, variant=variant, settings=settings,
+                   latents_file=latents)
+    return render_split(job, progress=False, **kw)
+
+
+def cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "render", *args],
+                          capture_output=True, text=True, **kw)
+
+
+def test_same_job_gives_same_pixels_and_a_full_manifest(tmp_path):
+    render(tmp_path / "a")
+    render(tmp_path / "b", workers=2)
+    a, b = pixels(tmp_path / "a"), pixels(tmp_path / "b")
+    assert a.shape == (6, 32, 32, 3)
+    np.testing.assert_array_equal(a, b)
+    manifest = json.loads((tmp_path / "a/train/manifest.json").read_text())
+    assert manifest["n"] == 6 and manifest["padding"] == 1 and manifest["variant"] == "v2"
+    assert len(manifest["files"]) == 6 and len(manifest["factors"]) == 10
+    assert manifest["renderer"]["blender"] == "5.0.1"
+    assert 0 < min(manifest["image_std"]) and max(manifest["image_mean"]) < 1
+    np.testing.assert_allclose(manifest["image_mean"], a.reshape(-1, 3).mean(0) / 255, atol=1e-5)
+    raw = np.load(tmp_path / "a/train/raw_latents.npy")
+    assert raw.shape == (6, 10) and raw.dtype == np.float32
+
+
+def test_v2_every_latent_changes_the_image_and_legacy_hue_plateau(tmp_path):
+    base = np.zeros((11, 10), dtype=np.float32)
+    for k in range(10):
+        base[k + 1, k] = 0.5
+    np.save(tmp_path / "v2.npy", base)
+    render(tmp_path / "v2", n=None, latents=tmp_path / "v2.npy",
+           settings=resolve_settings("preview", resolution=48, samples=4))
+    img = pixels(tmp_path / "v2").astype(int)
+    for k in range(10):
+        assert np.abs(img[k + 1] - img[0]).sum() > 0, f"latent {k} does not change the image"
+
+    legacy = np.zeros((3, 10), dtype=np.float32)
+    legacy[1, 7], legacy[2, 7] = -0.5, 0.5
+    np.save(tmp_path / "legacy.npy", legacy)
+    render(tmp_path / "legacy", n=None, latents=tmp_path / "legacy.npy", variant="legacy")
+    img = pixels(tmp_path / "legacy")
+    np.testing.assert_array_equal(img[0], img[1])  # the documented defect, reproduced
+    assert np.abs(img[0].astype(int) - img[2]).sum() > 0
+
+
+def test_sigkill_partway_then_resume_equals_uninterrupted(tmp_path):
+    reference = tmp_path / "reference"
+    render(reference, n=60)
+    out = tmp_path / "killed"
+    args = ["--out", str(out), "--n", "60", "--preset", "preview", "--resolution", "32",
+            "--samples", "2", "--workers", "2"]
+    proc = subprocess.Popen([sys.executable, "-m", "ident3d.cli", "-q", "render", *args],
+                            start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    images = out / "train" / "images"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(images.glob("*.png"))) < 10:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = len(list(images.glob("*.png")))
+    assert 0 < done_before < 60, "the kill should land partway"
+    assert not (out / "train/manifest.json").exists()
+    assert cli(*args).returncode == 0
+    np.testing.assert_array_equal(pixels(out), pixels(reference))
+    assert sorted(p.name for p in images.iterdir()) == [f"{i:02d}.png" for i in range(60)]
+    before = (out / "train/manifest.json").stat().st_mtime_ns
+    assert cli(*args).returncode == 0  # a finished dataset is a no-op
+    assert (out / "train/manifest.json").stat().st_mtime_ns == before
+
+
+def test_shards_merge_into_the_same_dataset(tmp_path):
+    whole = tmp_path / "whole"
+    render(whole, n=8)
+    sharded = tmp_path / "sharded"
+    assert render(sharded, n=8, shard=(1, 2)) is None
+    assert not (sharded / "train/manifest.json").exists()
+    assert render(sharded, n=8, shard=(0, 2)) is not None
+    np.testing.assert_array_equal(pixels(sharded), pixels(whole))
+    a = json.loads((whole / "train/manifest.json").read_text())
+    b = json.loads((sharded / "train/manifest.json").read_text())
+    assert a["image_mean"] == b["image_mean"] and a["files"].keys() == b["files"].keys()
+    assert not (sharded / "train/shards").exists()
+
+
+def test_ray_engine_renders_like_local(tmp_path):
+    pytest.importorskip("ray")
+    local = tmp_path / "local"
+    render(local, n=8)
+    ray_root = tmp_path / "ray"
+    render(ray_root, n=8, engine="ray", workers=2)
+    np.testing.assert_array_equal(pixels(ray_root), pixels(local))
+
+
+def test_mixing_settings_is_refused(tmp_path):
+    render(tmp_path, n=4)
+    for change in ({"variant": "legacy"}, {"seed": 1}, {"n": 5},
+                   {"settings": resolve_settings("preview", resolution=32, samples=3)}):
+        with pytest.raises(ManifestMismatchError, match="other settings"):
+            render(tmp_path, **{"n": 4, **change})
+
+
+@pytest.mark.parametrize("bad,fragment", [
+    (np.full((3, 10), np.nan), "row 0, column 0"),
+    (np.full((3, 10), 1.5), "row 0, column 0"),
+    (np.zeros((3, 9)), "shape"),
+])
+def test_bad_latents_are_refused_before_writing(tmp_path, bad, fragment):
+    np.save(tmp_path / "bad.npy", bad)
+    with pytest.raises(LatentError, match=fragment):
+        render(tmp_path / "out", n=None, latents=tmp_path / "bad.npy")
+    assert not (tmp_path / "out").exists()
+    result = cli("--out", str(tmp_path / "out"), "--latents", str(tmp_path / "bad.npy"))
+    assert result.returncode == 2 and fragment.split(",")[0] in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_bpy_names_the_extra(tmp_path):
+    code = ("import sys; sys.modules['bpy'] = None\n"
+            "from ident3d.extras import require\n"
+            "try:\n    require('bpy')\nexcept ImportError as e:\n    print(e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert 'pip install "ident3d[render]"' in out
+
+
+def test_layout_padding_matches_published_rule():
+    from ident3d.layout import padding_width
+
+    assert [padding_width(n) for n in (1, 10, 11, 1000, 25000, 250000)] == [1, 1, 2, 3, 5, 6]
+    assert SplitLayout(Path("r"), "test").image(7, 5).name == "00007.png"
