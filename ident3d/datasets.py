@@ -85,7 +85,8 @@ class ThreeDIdent(VisionDataset):
                 return np.asarray(im.convert("RGB"))
         except FileNotFoundError:
             raise DatasetError(f"{path} is missing. Fix: re-run the render command (it resumes) "
-                               "or re-download the split; `ident3d verify` lists every problem.")
+                               "or re-download the split; `ident3d verify` lists every problem."
+                               ) from None
         except (UnidentifiedImageError, OSError) as error:
             raise DatasetError(f"{path} cannot be decoded ({error}). Fix: delete it and re-run the "
                                "render command, or re-download the split.") from error

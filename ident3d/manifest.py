@@ -47,7 +47,8 @@ def read_manifest(path: Path) -> dict[str, Any]:
         manifest = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as error:
         raise DatasetError(f"{path}: cannot read the manifest ({error}). Fix: re-run the render "
-                           "command, which rewrites it, or delete it to load as a published layout.")
+                           "command, which rewrites it, or delete it to load as a published layout."
+                           ) from error
     if manifest.get("format_version") != MANIFEST_FORMAT:
         raise DatasetError(f"{path}: manifest format {manifest.get('format_version')!r}, this "
                            f"version of ident3d reads format {MANIFEST_FORMAT}. Fix: upgrade ident3d.")

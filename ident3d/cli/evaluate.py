@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "score an encoder (.pt2, safetensors + --arch, or .npy embeddings) on the test split"
+EXAMPLE = "ident3d evaluate --data data/3dident --model encoder.pt2 --name MyModel --out result.json"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", type=Path, required=True, help="dataset root holding test/")
+    p.add_argument("--model", type=Path, required=True, help=".pt2, .safetensors or .npy")
+    p.add_argument("--arch", help="registered architecture for .safetensors weights")
+    p.add_argument("--name", help="model name in the result (default: file stem)")
+    p.add_argument("--protocol", default="ident3d-eval-v1", choices=["ident3d-eval-v1", "cl-ica-2021"])
+    p.add_argument("--split", default="test")
+    p.add_argument("--device", help="torch device (default: cuda when available)")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--out", type=Path, required=True, help="result JSON to write")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ident3d.evaluation import evaluate
+
+    result = evaluate(args.model, args.data, protocol=args.protocol, device=args.device,
+                      batch_size=args.batch_size, name=args.name, arch=args.arch,
+                      split=args.split, progress=not args.quiet)
+    result.save(args.out)
+    print(result.table())
+    print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,188 @@
+"""The standard evaluator: score an encoder on the test split with a versioned protocol.
+
+``ident3d-eval-v1``: the whole test split in index order; inputs float32 in [0, 1] of shape
+(B, 3, H, W); the model in ``eval()`` under ``torch.inference_mode()``; a seeded half of the images
+fits the read-outs (and the MCC matching), the other half is scored.
+
+``cl-ica-2021``: the procedure of Zimmermann et al. (ICML 2021) with fixed seeds: 4096 test images
+drawn with seed 0, linear R^2 fitted on 2048 and scored on the other 2048, Pearson MCC with
+Hungarian matching on all 4096. One documented deviation: the model runs in ``eval()`` mode (the
+original left BatchNorm in training mode, which makes numbers depend on batch composition).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ident3d import atomic, metrics
+from ident3d.datasets import ThreeDIdent, manifest_summary, to_tensor_batch
+from ident3d.errors import ResultError, SubmissionError
+from ident3d.latents import FACTOR_NAMES
+from ident3d.submissions import Submission, check_features, load_submission
+
+PROTOCOLS = ("ident3d-eval-v1", "cl-ica-2021")
+RESULT_SCHEMA = "ident3d-result/1"
+SPLIT_SEED = 0
+CLICA_SAMPLE = 4096
+
+
+@dataclass
+class Result:
+    document: dict[str, Any]
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        return self.document["metrics"]
+
+    def save(self, path: Path) -> None:
+        validate_result(self.document)
+        atomic.write_json(Path(path), self.document)
+
+    def table(self) -> str:
+        """A short per-latent table for the terminal."""
+        cols = ["linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman"]
+        lines = [f"{'factor':<16}" + "".join(f"{c:>14}" for c in cols)]
+        for row in [*self.document["per_latent"], {"factor": "mean", **self.metrics}]:
+            cells = "".join(f"{row[c]:>14.4f}" if row.get(c) is not None else f"{'-':>14}"
+                            for c in cols)
+            lines.append(f"{row['factor']:<16}{cells}")
+        return "\n".join(lines)
+
+
+def result_schema() -> dict[str, Any]:
+    return json.loads(files("ident3d.schemas").joinpath("result-v1.json").read_text())
+
+
+def validate_result(document: dict[str, Any]) -> None:
+    import jsonschema
+
+    try:
+        jsonschema.validate(document, result_schema())
+    except jsonschema.ValidationError as error:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ResultError(f"result field {where}: {error.message}") from None
+
+
+def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.device,
+           batch_size: int, progress: bool) -> np.ndarray:
+    """Features of the given images, in order, with the model in eval mode."""
+    try:
+        model.eval()
+    except (NotImplementedError, RuntimeError):
+        pass  # exported programs keep the mode they were exported in
+    if isinstance(model, torch.nn.Module):
+        model.to(device)
+    out = []
+    with torch.inference_mode():
+        for start in tqdm(range(0, len(indices), batch_size), desc="encode", unit="batch",
+                          disable=not progress):
+            x = to_tensor_batch(dataset.load_batch(indices[start:start + batch_size])).to(device)
+            h = model(x)
+            if not isinstance(h, torch.Tensor):
+                raise SubmissionError(f"the model returned {type(h).__name__}, expected a tensor "
+                                      "of shape (B, d).")
+            out.append(h.float().cpu().numpy())
+    return np.concatenate(out) if out else np.zeros((0, 0))
+
+
+def _features(sub: Submission, dataset: ThreeDIdent, device: torch.device, batch_size: int,
+              progress: bool) -> np.ndarray:
+    n = len(dataset)
+    if sub.embeddings is not None:
+        return check_features(sub.embeddings, n, str(sub.path))
+    h = encode(sub.model, dataset, np.arange(n), device, batch_size, progress)
+    return check_features(h, n, f"{sub.path} outputs")
+
+
+def _unit(values: np.ndarray | None) -> list[float] | None:
+    """Scores as floats in [0, 1]; a negative R^2 (worse than the mean) is reported as 0."""
+    return None if values is None else [float(np.clip(v, 0.0, 1.0)) for v in values]
+
+
+def score(z: np.ndarray, h: np.ndarray, protocol: str) -> dict[str, Any]:
+    """Split, fit and score per the protocol; returns per-latent lists and split sizes."""
+    rng = np.random.default_rng(SPLIT_SEED)
+    if protocol == "ident3d-eval-v1":
+        order = rng.permutation(len(z))
+        fit, test = order[: len(z) // 2], order[len(z) // 2:]
+        nonlinear, kernel = metrics.nonlinear_r2(z[fit], h[fit], z[test], h[test], seed=SPLIT_SEED)
+        _, assign_p = metrics.mcc(z[fit], h[fit], "pearson")
+        _, assign_s = metrics.mcc(z[fit], h[fit], "spearman")
+        pearson, _ = metrics.mcc(z[test], h[test], "pearson", assign_p)
+        spearman, _ = metrics.mcc(z[test], h[test], "spearman", assign_s)
+    elif protocol == "cl-ica-2021":
+        sample = rng.permutation(len(z))[:CLICA_SAMPLE]
+        fit, test = sample[: len(sample) // 2], sample[len(sample) // 2:]
+        pearson, assign_p = metrics.mcc(z[sample], h[sample], "pearson")
+        nonlinear = spearman = kernel = None
+    else:
+        raise SubmissionError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+    linear = metrics.linear_r2(z[fit], h[fit], z[test], h[test])
+    return {"linear_r2": linear, "nonlinear_r2": nonlinear, "mcc_pearson": pearson,
+            "mcc_spearman": spearman, "kernel": kernel, "n_fit": len(fit), "n_score": len(test),
+            "assignment": assign_p}
+
+
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in ("ident3d", "torch", "numpy", "scipy", "faiss-cpu", "safetensors"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = None
+    out["regressor"] = f"ident3d.metrics kernel ridge (scipy {out['scipy']})"
+    return out
+
+
+def evaluate(submission: str | Path | Submission, data_root: str | Path,
+             protocol: str = "ident3d-eval-v1", device: str | None = None, batch_size: int = 256,
+             name: str | None = None, arch: str | None = None, split: str = "test",
+             progress: bool = True) -> Result:
+    """Score a submission on ``<data_root>/<split>`` and return the result document."""
+    if protocol not in PROTOCOLS:
+        raise SubmissionError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+    start = time.perf_counter()
+    sub = submission if isinstance(submission, Submission) else load_submission(Path(submission), arch)
+    dataset = ThreeDIdent(data_root, split)
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    h = _features(sub, dataset, dev, batch_size, progress)
+    s = score(dataset.latents.astype(np.float64), h, protocol)
+    keys = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
+    per = {k: _unit(s[k]) for k in keys}
+    per_latent = [{"factor": f, **{k: (per[k][i] if per[k] else None) for k in keys}}
+                  for i, f in enumerate(FACTOR_NAMES)]
+    summary = manifest_summary(Path(data_root), split)
+    first = dataset.load_array(0)
+    document = {
+        "schema": RESULT_SCHEMA,
+        "protocol": protocol,
+        "dataset": {"name": "3dident", "split": split, "variant": summary["variant"],
+                    "n": len(dataset), "manifest_sha256": summary["manifest_sha256"],
+                    "resolution": list(first.shape[:2])},
+        "model": {"name": name or sub.path.stem, "file": sub.path.name, "sha256": sub.sha256,
+                  "kind": sub.kind, "arch": arch, "self_reported": sub.self_reported,
+                  "feature_dim": int(h.shape[1])},
+        "metrics": {k: (float(np.mean(per[k])) if per[k] else None) for k in keys},
+        "per_latent": per_latent,
+        "matching": [int(a) for a in s["assignment"]],
+        "kernel_ridge": s["kernel"],
+        "seeds": {"split": SPLIT_SEED, "kernel_subsample": SPLIT_SEED},
+        "n_fit": s["n_fit"],
+        "n_score": s["n_score"],
+        "versions": _versions(),
+        "device": "embeddings (not run)" if sub.self_reported else str(dev),
+        "wall_time_s": round(time.perf_counter() - start, 3),
+    }
+    validate_result(document)
+    return Result(document)

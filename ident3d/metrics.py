@@ -1,0 +1,143 @@
+"""Identifiability metrics as pure functions of arrays: z (N, k) true latents, h (N, d) features.
+
+* linear R^2: least squares from h to z with intercept, fitted on one set and scored on another
+  (Zimmermann et al., ICML 2021, section 6);
+* nonlinear R^2: RBF kernel ridge regression on standardised h with a fixed grid and 3-fold CV on
+  a fixed subsample (the grid of the Causal3DIdent and Multimodal3DIdent papers), chosen per latent;
+* MCC: mean absolute correlation after Hungarian matching of latents to feature dimensions
+  (``scipy.optimize.linear_sum_assignment``), with Pearson or Spearman correlation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
+from scipy.stats import rankdata
+
+KERNEL_ALPHAS = (1.0, 0.1, 0.01, 0.001)
+KERNEL_GAMMAS = tuple(np.logspace(-2, 2, 4))  # on standardised features, divided by d below
+KERNEL_SUBSAMPLE = 4000
+KERNEL_FOLDS = 3
+
+
+def r2_per_latent(z: np.ndarray, prediction: np.ndarray) -> np.ndarray:
+    """Coefficient of determination per column (sklearn's ``r2_score`` with raw outputs)."""
+    residual = ((z - prediction) ** 2).sum(0)
+    total = ((z - z.mean(0)) ** 2).sum(0)
+    return 1.0 - residual / np.where(total > 0, total, np.inf)
+
+
+def linear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray,
+              h_score: np.ndarray) -> np.ndarray:
+    """Per-latent R^2 of an affine least-squares read-out fitted on the fit set."""
+    design = np.hstack([h_fit, np.ones((len(h_fit), 1))]).astype(np.float64)
+    coef, *_ = np.linalg.lstsq(design, z_fit.astype(np.float64), rcond=None)
+    prediction = np.hstack([h_score, np.ones((len(h_score), 1))]) @ coef
+    return r2_per_latent(z_score.astype(np.float64), prediction)
+
+
+def _rbf(a: np.ndarray, b: np.ndarray, gamma: float) -> np.ndarray:
+    return np.exp(-gamma * cdist(a, b, "sqeuclidean"))
+
+
+def _ridge_solve(kernel: np.ndarray, targets: np.ndarray, alpha: float) -> np.ndarray:
+    k = kernel + alpha * np.eye(len(kernel))
+    try:
+        return cho_solve(cho_factor(k), targets)
+    except LinAlgError:  # numerically singular for tiny alpha: fall back to least squares
+        return np.linalg.lstsq(k, targets, rcond=None)[0]
+
+
+def nonlinear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,
+                 seed: int = 0) -> tuple[np.ndarray, list[dict[str, float]]]:
+    """Per-latent R^2 of RBF kernel ridge regression and the (alpha, gamma) chosen per latent.
+
+    Features are standardised with fit-set statistics; gamma is given per feature dimension
+    (``gamma / d``) so the grid means the same for any d. At most ``KERNEL_SUBSAMPLE`` fit points
+    (drawn with ``seed``) are used; the grid is searched with ``KERNEL_FOLDS``-fold CV.
+    """
+    mean, std = h_fit.mean(0), h_fit.std(0)
+    std = np.where(std > 0, std, 1.0)
+    a = (h_fit - mean) / std
+    b = (h_score - mean) / std
+    rng = np.random.default_rng(seed)
+    pick = rng.permutation(len(a))[:KERNEL_SUBSAMPLE]
+    a, y = a[pick], z_fit[pick].astype(np.float64)
+    d = a.shape[1]
+    folds = np.array_split(rng.permutation(len(a)), KERNEL_FOLDS)
+    grid = [(alpha, gamma) for gamma in KERNEL_GAMMAS for alpha in KERNEL_ALPHAS]
+    cv = np.zeros((len(grid), y.shape[1]))
+    for fold in folds:
+        train = np.setdiff1d(np.arange(len(a)), fold)
+        for g, gamma in enumerate(KERNEL_GAMMAS):
+            k_train = _rbf(a[train], a[train], gamma / d)
+            k_test = _rbf(a[fold], a[train], gamma / d)
+            y_mean = y[train].mean(0)
+            for j, alpha in enumerate(KERNEL_ALPHAS):
+                coef = _ridge_solve(k_train, y[train] - y_mean, alpha)
+                cv[g * len(KERNEL_ALPHAS) + j] += r2_per_latent(y[fold], k_test @ coef + y_mean)
+    best = cv.argmax(0)
+    scores = np.empty(y.shape[1])
+    y_mean = y.mean(0)
+    for choice in np.unique(best):
+        alpha, gamma = grid[choice]
+        latents = np.flatnonzero(best == choice)
+        coef = _ridge_solve(_rbf(a, a, gamma / d), y[:, latents] - y_mean[latents], alpha)
+        prediction = _rbf(b, a, gamma / d) @ coef + y_mean[latents]
+        scores[latents] = r2_per_latent(z_score[:, latents].astype(np.float64), prediction)
+    chosen = [{"alpha": grid[c][0], "gamma": float(grid[c][1])} for c in best]
+    return scores, chosen
+
+
+def correlation_matrix(z: np.ndarray, h: np.ndarray, method: str = "pearson") -> np.ndarray:
+    """(k, d) correlations between every latent and every feature; constant columns give 0."""
+    if method == "spearman":
+        z, h = rankdata(z, axis=0), rankdata(h, axis=0)
+    elif method != "pearson":
+        raise ValueError(f"correlation method must be 'pearson' or 'spearman', got {method!r}")
+    zc = z - z.mean(0)
+    hc = h - h.mean(0)
+    zn = np.linalg.norm(zc, axis=0)
+    hn = np.linalg.norm(hc, axis=0)
+    rho = (zc.T @ hc) / np.outer(np.where(zn > 0, zn, np.inf), np.where(hn > 0, hn, np.inf))
+    return np.clip(rho, -1.0, 1.0)
+
+
+def match_latents(rho: np.ndarray) -> np.ndarray:
+    """Feature index matched to each latent (-1 when d < k leaves it unmatched)."""
+    rows, cols = linear_sum_assignment(-np.abs(rho))
+    assignment = np.full(rho.shape[0], -1)
+    assignment[rows] = cols
+    return assignment
+
+
+def mcc(z: np.ndarray, h: np.ndarray, method: str = "pearson",
+        assignment: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-latent matched |correlation| and the assignment used.
+
+    With ``assignment`` given (for example found on a fit set), it is applied as is; otherwise the
+    Hungarian matching is found on (z, h). Unmatched latents (d < k) score 0.
+    """
+    rho = correlation_matrix(np.asarray(z, np.float64), np.asarray(h, np.float64), method)
+    if assignment is None:
+        assignment = match_latents(rho)
+    per_latent = np.where(assignment >= 0,
+                          np.abs(rho[np.arange(len(rho)), np.maximum(assignment, 0)]), 0.0)
+    return per_latent, assignment
+
+
+@dataclass(frozen=True)
+class Scores:
+    """All metrics of one (z, h) evaluation, per latent."""
+
+    linear_r2: np.ndarray
+    nonlinear_r2: np.ndarray | None
+    mcc_pearson: np.ndarray
+    mcc_spearman: np.ndarray
+    assignment_pearson: np.ndarray
+    assignment_spearman: np.ndarray
+    kernel_choice: list[dict[str, float]] | None
