@@ -27,7 +27,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check ident3d render baselines leaderboard tests benchmarks
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python -m benchmarks.loader
+	$(BIN)/python -m benchmarks.evaluator
+	$(BIN)/python -m benchmarks.render
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
