@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.optimize import linear_sum_assignment
@@ -129,15 +127,3 @@ def mcc(z: np.ndarray, h: np.ndarray, method: str = "pearson",
                           np.abs(rho[np.arange(len(rho)), np.maximum(assignment, 0)]), 0.0)
     return per_latent, assignment
 
-
-@dataclass(frozen=True)
-class Scores:
-    """All metrics of one (z, h) evaluation, per latent."""
-
-    linear_r2: np.ndarray
-    nonlinear_r2: np.ndarray | None
-    mcc_pearson: np.ndarray
-    mcc_spearman: np.ndarray
-    assignment_pearson: np.ndarray
-    assignment_spearman: np.ndarray
-    kernel_choice: list[dict[str, float]] | None
