@@ -37,7 +37,7 @@ def verify_split(root, split: str, quick: bool = False) -> tuple[int, list[str]]
     if manifest and manifest["n"] != n:
         problems.append(f"{lay.manifest}: n = {manifest['n']}, raw_latents.npy has {n} rows")
     width = manifest["padding"] if manifest else padding_width(n)
-    on_disk = len(list(lay.images.glob("*.png"))) if lay.images.exists() else 0
+    on_disk = len(list(lay.images.glob("[!.]*.png"))) if lay.images.exists() else 0
     if on_disk != n:
         problems.append(f"{lay.images}: {on_disk} PNG files, expected {n}")
     indices = np.arange(n)

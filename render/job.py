@@ -210,6 +210,9 @@ def finalize(lay: SplitLayout) -> Path:
         settings=spec["render_settings"], seeds=seeds, latents_sha256=spec["raw_latents_sha256"],
         files={name: files[name] for name in names}, image_mean=mean, image_std=std)
     atomic.write_json(lay.manifest, manifest)
+    # Temporary images of workers killed mid-write; safe to drop only now that no shard is running.
+    for path in lay.images.glob(".*.tmp.png"):
+        path.unlink()
     for path in lay.shards.glob("shard-*.json"):
         path.unlink()
     lay.shards.rmdir()

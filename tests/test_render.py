@@ -22,7 +22,7 @@ TINY = resolve_settings("preview", resolution=32, samples=2)
 
 
 def pixels(root: Path, split: str = "train") -> np.ndarray:
-    files = sorted((root / split / "images").glob("*.png"))
+    files = sorted((root / split / "images").glob("[!.]*.png"))
     return np.stack([np.asarray(Image.open(f).convert("RGB")) for f in files])
 
 
@@ -93,6 +93,7 @@ def test_sigkill_partway_then_resume_equals_uninterrupted(tmp_path):
     assert not (out / "train/manifest.json").exists()
     assert cli(*args).returncode == 0
     np.testing.assert_array_equal(pixels(out), pixels(reference))
+    # Every image once, and no temporary file of a killed worker left behind.
     assert sorted(p.name for p in images.iterdir()) == [f"{i:02d}.png" for i in range(60)]
     before = (out / "train/manifest.json").stat().st_mtime_ns
     assert cli(*args).returncode == 0  # a finished dataset is a no-op
