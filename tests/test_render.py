@@ -159,3 +159,27 @@ def test_layout_padding_matches_published_rule():
 
     assert [padding_width(n) for n in (1, 10, 11, 1000, 25000, 250000)] == [1, 1, 2, 3, 5, 6]
     assert SplitLayout(Path("r"), "test").image(7, 5).name == "00007.png"
+
+
+def test_traverse_cli_writes_a_labelled_grid_with_one_row_per_latent(tmp_path):
+    out = tmp_path / "fig.png"
+    result = subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "traverse", "--out", str(out),
+                             "--steps", "3", "--resolution", "32", "--samples", "2"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    from render.traverse import LABEL_WIDTH
+
+    grid = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    assert grid.shape == (10 * 32, LABEL_WIDTH + 3 * 32, 3)
+    tiles = grid[:, LABEL_WIDTH:].reshape(10, 32, 3, 32, 3).transpose(0, 2, 1, 3, 4)
+    for row in range(10):  # the centre column is the base latent in every row: same pixels
+        np.testing.assert_array_equal(tiles[row, 1], tiles[0, 1])
+        assert np.abs(tiles[row, 0] - tiles[row, 2]).mean() > 0.5, f"row {row} does not change"
+    assert grid[:, :LABEL_WIDTH].min() < 128, "row labels are missing"
+    again = subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "traverse", "--out", str(out),
+                            "--steps", "3", "--resolution", "32", "--samples", "2"],
+                           capture_output=True, text=True)
+    assert again.returncode == 0 and np.array_equal(np.asarray(Image.open(out).convert("RGB")), grid)
+    bad = subprocess.run([sys.executable, "-m", "ident3d.cli", "traverse", "--out", str(tmp_path / "f.jpg")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "f.jpg" in bad.stderr and ".png" in bad.stderr

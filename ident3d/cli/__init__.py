@@ -13,7 +13,7 @@ import sys
 
 from ident3d.errors import Ident3dError
 
-VERBS = ("info", "render", "pack", "download", "verify", "evaluate", "demo")
+VERBS = ("info", "render", "traverse", "pack", "download", "verify", "evaluate", "demo")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
