@@ -18,6 +18,9 @@ from typing import Any
 
 import numpy as np
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 @contextmanager
 def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
@@ -25,6 +28,7 @@ def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the final file the usual mode
     os.close(fd)
     tmp_path = Path(tmp)
     try:

@@ -31,3 +31,7 @@ class SubmissionError(Ident3dError):
 
 class ResultError(Ident3dError):
     """A result or leaderboard document that does not match its JSON Schema."""
+
+
+class TrainingError(Ident3dError, ValueError):
+    """A training run that cannot start or resume: bad config, unknown preset, mismatched run folder."""

@@ -1,0 +1,112 @@
+"""One training config: the original's defaults (REFERENCE section 6), overridden by a preset file
+from ``baselines/presets/`` and then by command-line values.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from importlib.resources import files
+from typing import Any
+
+from baselines.losses import LOSSES
+from baselines.models import OUTPUT_SPACES
+from baselines.positives import SOURCES
+from ident3d.errors import TrainingError
+
+# Values that may change when a run is resumed; every other field must match the saved config.
+RESUMABLE_CHANGES = frozenset({"iterations", "device", "workers", "compile", "log_every", "eval_every",
+                               "checkpoint_every"})
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    preset: str = "custom"
+    # data: <data>/<train_split> for training, <data>/<eval_split> for scores
+    data: str = ""
+    train_split: str = "train"
+    eval_split: str = "test"
+    positives: str = "latent"  # latent (conditional + FAISS), augment (SimCLR), anchors (supervised)
+    conditional: str = "normal"  # normal | laplace | gennorm, the positive-pair distribution
+    scale: float | tuple[float, ...] = 0.1  # sigma, or one per latent
+    index: str = "flat"  # FAISS index over the training latents: flat | ivf
+    # model
+    latent_dim: int = 10
+    space: str = "box"  # box | box-sigmoid | sphere | unbounded
+    # loss
+    loss: str = "lp"  # lp | vmf | aninfonce | mse
+    p: float = 2.0  # exponent of the lp similarity -||a - b||_p^p / tau
+    tau: float = 1.0
+    include_self: bool = False  # the original code's anchor-to-itself denominator term
+    # optimisation (Adam)
+    iterations: int = 30_000
+    batch_size: int = 512
+    lr: float = 1e-4
+    loss_lr: float = 1e-3  # learnable loss parameters (AnInfoNCE's Lambda)
+    seed: int = 0
+    # runtime
+    device: str = "auto"  # auto | cpu | cuda
+    amp: bool = True  # bf16 autocast on CUDA (ignored on CPU)
+    compile: bool = False  # torch.compile the encoder
+    workers: int = -1  # DataLoader processes; -1: 0 on CPU, up to 8 on CUDA
+    log_every: int = 50
+    eval_every: int = 1000  # cheap linear R^2 / MCC on eval_images held-out images; 0: never
+    eval_images: int = 1024
+    checkpoint_every: int = 1000
+
+    def __post_init__(self) -> None:
+        choices = {"positives": SOURCES, "loss": LOSSES, "space": tuple(OUTPUT_SPACES),
+                   "device": ("auto", "cpu", "cuda"), "index": ("flat", "ivf")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise TrainingError(f"config {name} = {getattr(self, name)!r}; expected one of "
+                                    f"{', '.join(allowed)}")
+        for name in ("iterations", "batch_size", "log_every", "checkpoint_every", "latent_dim"):
+            if getattr(self, name) < 1:
+                raise TrainingError(f"config {name} = {getattr(self, name)}; expected a positive integer")
+        if self.loss != "mse" and self.batch_size < 2:
+            raise TrainingError("config batch_size must be at least 2: InfoNCE needs in-batch negatives")
+        if self.checkpoint_every % self.log_every:
+            raise TrainingError(f"config checkpoint_every = {self.checkpoint_every} must be a multiple of "
+                                f"log_every = {self.log_every} so a resumed log matches an unbroken one")
+        if (self.loss == "mse") != (self.positives == "anchors"):
+            raise TrainingError("config: the supervised loss (mse) goes with positives = 'anchors', and "
+                                "only with it")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name.removesuffix(".toml") for p in files("baselines.presets").iterdir()
+                  if p.name.endswith(".toml"))
+
+
+def _coerce(values: dict[str, Any], source: str) -> dict[str, Any]:
+    known = {f.name for f in fields(TrainConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise TrainingError(f"{source}: unknown setting(s) {', '.join(unknown)}; "
+                            f"known: {', '.join(sorted(known))}")
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+
+
+def load_preset(name: str, **overrides: Any) -> TrainConfig:
+    """The preset's config with ``overrides`` applied (None values are ignored)."""
+    if name not in preset_names():
+        raise TrainingError(f"unknown preset {name!r}; expected one of {', '.join(preset_names())}")
+    text = files("baselines.presets").joinpath(f"{name}.toml").read_text()
+    values = _coerce(tomllib.loads(text), f"baselines/presets/{name}.toml")
+    values.update(_coerce({k: v for k, v in overrides.items() if v is not None}, "overrides"))
+    return TrainConfig(preset=name, **values)
+
+
+def from_json(values: dict[str, Any]) -> TrainConfig:
+    return TrainConfig(**_coerce(values, "config.json"))
+
+
+def resume_differences(saved: TrainConfig, now: TrainConfig) -> list[str]:
+    old, new = saved.to_json(), now.to_json()
+    return [f"{k}: saved {old[k]!r}, now {new[k]!r}" for k in old
+            if k not in RESUMABLE_CHANGES and old[k] != new[k]]
+

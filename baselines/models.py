@@ -1,0 +1,100 @@
+"""The baseline encoder of Zimmermann et al. (2021): ResNet18 -> LeakyReLU -> Linear -> output space.
+
+The encoder takes images in [0, 1] (the evaluator's input contract) and applies the training
+data's per-channel mean and std itself, so an exported file needs nothing else. It is registered
+in ``ident3d.registry`` as ``resnet18-contrastive`` so safetensors weights can be evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torchvision
+from torch import nn
+
+from ident3d.errors import TrainingError
+from ident3d.registry import register
+
+ARCH = "resnet18-contrastive"
+HIDDEN = 100  # ResNet18's output width in the original
+
+
+class Box(nn.Module):
+    """L-infinity normalisation into the cube [-r, r]^d with a learnable size r (the paper's Box).
+
+    Points inside the cube are kept; points outside are scaled radially onto its faces, so the
+    model space is the whole cube, like the latent space.
+    """
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.size = nn.Parameter(torch.ones(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        r = self.size.abs()
+        return x * (r / torch.maximum(x.abs().amax(dim=1, keepdim=True), r))
+
+
+class BoxSigmoid(nn.Module):
+    """The original code's box: sigmoid times a learnable per-dimension bound."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.bound = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(x) * self.bound
+
+
+class Sphere(nn.Module):
+    """L2 normalisation onto a sphere with a learnable radius."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.radius = nn.Parameter(torch.ones(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.radius * nn.functional.normalize(x, dim=1)
+
+
+class Unbounded(nn.Identity):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+
+
+OUTPUT_SPACES: dict[str, type[nn.Module]] = {
+    "box": Box, "box-sigmoid": BoxSigmoid, "sphere": Sphere, "unbounded": Unbounded,
+}
+
+
+class Encoder(nn.Module):
+    """Images (B, 3, H, W) in [0, 1] -> representations (B, latent_dim)."""
+
+    def __init__(self, latent_dim: int = 10, space: str = "box",
+                 mean: Sequence[float] = (0.5, 0.5, 0.5), std: Sequence[float] = (0.25, 0.25, 0.25)
+                 ) -> None:
+        super().__init__()
+        if space not in OUTPUT_SPACES:
+            raise TrainingError(f"unknown output space {space!r}; "
+                                f"expected one of {', '.join(OUTPUT_SPACES)}")
+        self.latent_dim, self.space_name = latent_dim, space
+        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1))
+        self.backbone = torchvision.models.resnet18(weights=None, num_classes=HIDDEN)
+        self.head = nn.Sequential(nn.LeakyReLU(), nn.Linear(HIDDEN, latent_dim))
+        self.space = OUTPUT_SPACES[space](latent_dim)
+
+    def config(self) -> dict[str, Any]:
+        """What ``build_encoder`` needs to rebuild this module (weights and buffers come separately)."""
+        return {"latent_dim": self.latent_dim, "space": self.space_name}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = (x - self.mean) / self.std
+        return self.space(self.head(self.backbone(x)))
+
+
+@register(ARCH)
+def build_encoder(config: dict[str, Any]) -> Encoder:
+    return Encoder(latent_dim=int(config.get("latent_dim", 10)), space=str(config.get("space", "box")))

@@ -1,0 +1,98 @@
+"""Where training batches come from: latent-conditional pairs, SimCLR augmentations, or anchors only.
+
+Each source maps an item number to one training example with randomness drawn only from
+``(seed, item)``, so batch t of a run is always the same items: resuming at step t needs no
+sampler state, and the number of DataLoader workers does not change the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, Sampler
+from torchvision.transforms import v2
+
+from ident3d.datasets import ThreeDIdent, to_tensor_batch
+from ident3d.errors import TrainingError
+from ident3d.pairs import ContrastivePairs
+
+SOURCES = ("latent", "augment", "anchors")
+
+
+class StepBatches(Sampler[list[int]]):
+    """Batch t holds item numbers t*B ... (t+1)*B - 1, for steps ``start`` to ``stop - 1``."""
+
+    def __init__(self, start: int, stop: int, batch_size: int) -> None:
+        self.start, self.stop, self.batch_size = start, stop, batch_size
+
+    def __len__(self) -> int:
+        return max(0, self.stop - self.start)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        b = self.batch_size
+        for step in range(self.start, self.stop):
+            yield list(range(step * b, (step + 1) * b))
+
+
+def simclr_augmentation(size: int) -> v2.Compose:
+    """SimCLR's recipe (Chen et al., 2020) on float images in [0, 1]."""
+    return v2.Compose([
+        v2.RandomResizedCrop(size, scale=(0.08, 1.0), antialias=True),
+        v2.RandomHorizontalFlip(),
+        v2.RandomApply([v2.ColorJitter(0.8, 0.8, 0.8, 0.2)], p=0.8),
+        v2.RandomGrayscale(p=0.2),
+    ])
+
+
+class Anchors(Dataset):
+    """Items ``(x, z)``: uniformly drawn images with their latents (for the supervised topline)."""
+
+    def __init__(self, dataset: ThreeDIdent, seed: int = 0) -> None:
+        self.dataset, self.seed = dataset, seed
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def _draw(self, items: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        picks = np.array([np.random.default_rng([self.seed, int(i)]).integers(len(self.dataset))
+                          for i in items])
+        return to_tensor_batch(self.dataset.load_batch(picks)), torch.from_numpy(self.dataset.latents[picks])
+
+    def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:
+        images, z = self._draw(items)
+        return list(zip(images, z, strict=True))
+
+    def __getitem__(self, item: int) -> tuple[torch.Tensor, ...]:
+        return self.__getitems__([item])[0]
+
+
+class AugmentedPairs(Anchors):
+    """Items ``(x1, x2, z, z)``: two SimCLR augmentations of one uniformly drawn image."""
+
+    def __init__(self, dataset: ThreeDIdent, seed: int = 0) -> None:
+        super().__init__(dataset, seed)
+        self.augment = simclr_augmentation(dataset.load_array(0).shape[0])
+
+    def _views(self, image: torch.Tensor, item: int) -> tuple[torch.Tensor, torch.Tensor]:
+        # torchvision draws from the global generator; fork it so the caller's state is untouched.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(np.random.default_rng([self.seed, item, 1]).integers(2**62)))
+            return self.augment(image), self.augment(image)
+
+    def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:
+        images, z = self._draw(items)
+        return [(*self._views(images[k], int(i)), z[k], z[k]) for k, i in enumerate(items)]
+
+
+def pair_source(kind: str, dataset: ThreeDIdent, *, seed: int, conditional: str = "normal",
+                scale: float | list[float] = 0.1, index: str = "flat") -> Dataset:
+    if kind == "latent":
+        return ContrastivePairs(dataset, conditional=conditional, scale=scale, index=index,
+                                seed=seed)
+    if kind == "augment":
+        return AugmentedPairs(dataset, seed=seed)
+    if kind == "anchors":
+        return Anchors(dataset, seed=seed)
+    raise TrainingError(f"unknown positives {kind!r}; expected one of {', '.join(SOURCES)}")

@@ -1,0 +1,255 @@
+"""The training loop: one config, one run folder, exact resume, a scored encoder at the end.
+
+A run folder holds
+
+    config.json              the TrainConfig of the run (written at start)
+    log.jsonl                one JSON object per log step: loss, images/s, data wait; and scores
+    checkpoint.safetensors   encoder + loss parameters + Adam state; step and config in metadata
+    encoder.pt2              torch.export program: images in [0, 1] -> features (the submission)
+    encoder.safetensors      the same weights for ``--arch resnet18-contrastive``
+    result.json              the standard evaluator's score on the eval split
+
+Every batch is a pure function of (seed, step) (``baselines.positives``) and the model's random
+init is seeded, so a run resumed from a checkpoint continues exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+from baselines.config import TrainConfig, from_json, resume_differences
+from baselines.losses import build_loss
+from baselines.models import ARCH, Encoder
+from baselines.positives import StepBatches, pair_source
+from ident3d import atomic, metrics
+from ident3d.datasets import ThreeDIdent
+from ident3d.errors import TrainingError
+from ident3d.evaluation import encode, evaluate
+from ident3d.layout import SplitLayout
+
+log = logging.getLogger(__name__)
+
+
+def resolve_device(requested: str) -> torch.device:
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise TrainingError("device 'cuda' was asked for but torch sees no CUDA GPU. "
+                            "Fix: run on a GPU machine, or pass --device cpu.")
+    return torch.device(requested)
+
+
+def build_model(config: TrainConfig, mean: list[float], std: list[float]) -> Encoder:
+    with torch.random.fork_rng(devices=[]):  # a seeded init without touching the caller's RNG
+        torch.manual_seed(config.seed)
+        return Encoder(config.latent_dim, config.space, mean, std)
+
+
+def build_optimizer(config: TrainConfig, model: torch.nn.Module, loss: torch.nn.Module
+                    ) -> torch.optim.Adam:
+    groups = [{"params": list(model.parameters()), "lr": config.lr}]
+    if any(True for _ in loss.parameters()):
+        groups.append({"params": list(loss.parameters()), "lr": config.loss_lr})
+    return torch.optim.Adam(groups)
+
+
+# ---- checkpoints: one safetensors file, the non-tensor state as JSON in its metadata ----
+
+def save_checkpoint(path: Path, step: int, config: TrainConfig, model: torch.nn.Module,
+                    loss: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    tensors |= {f"loss.{k}": v for k, v in loss.state_dict().items()}
+    state = optimizer.state_dict()
+    for index, slots in state["state"].items():
+        tensors |= {f"optimizer.{index}.{name}": value for name, value in slots.items()}
+    tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
+    metadata = {"step": str(step), "config": json.dumps(config.to_json()),
+                "param_groups": json.dumps(state["param_groups"])}
+    with atomic.atomic_path(path, suffix=".safetensors") as tmp:
+        save_file(tensors, str(tmp), metadata=metadata)
+
+
+def load_checkpoint(path: Path, model: torch.nn.Module, loss: torch.nn.Module,
+                    optimizer: torch.optim.Optimizer) -> int:
+    """Restore the states in place and return the step the checkpoint was taken after."""
+    parts: dict[str, dict[str, torch.Tensor]] = {"model": {}, "loss": {}, "optimizer": {}}
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata()
+        for key in f.keys():
+            part, name = key.split(".", 1)
+            parts[part][name] = f.get_tensor(key)
+    model.load_state_dict(parts["model"])
+    loss.load_state_dict(parts["loss"])
+    slots: dict[int, dict[str, torch.Tensor]] = {}
+    for name, value in parts["optimizer"].items():
+        index, slot = name.split(".", 1)
+        slots.setdefault(int(index), {})[slot] = value
+    optimizer.load_state_dict({"state": slots, "param_groups": json.loads(metadata["param_groups"])})
+    return int(metadata["step"])
+
+
+def saved_config(path: Path) -> TrainConfig:
+    with safe_open(str(path), framework="pt") as f:
+        return from_json(json.loads(f.metadata()["config"]))
+
+
+# ---- logs ----
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def truncate_log(path: Path, step: int) -> None:
+    """Keep only the records up to ``step`` (a resumed run rewrites what came after)."""
+    kept = [r for r in read_log(path) if r["step"] <= step]
+    atomic.write_bytes(path, "".join(json.dumps(r) + "\n" for r in kept).encode())
+
+
+def quick_score(model: torch.nn.Module, dataset: ThreeDIdent, n: int, device: torch.device) -> dict:
+    """Linear R^2 (fit on one half, scored on the other) and Pearson MCC on n held-out images."""
+    n = min(n, len(dataset))
+    h = encode(model, dataset, np.arange(n), device, batch_size=256, progress=False).astype(np.float64)
+    model.train()
+    z = dataset.latents[:n].astype(np.float64)
+    half = n // 2
+    r2 = metrics.linear_r2(z[:half], h[:half], z[half:], h[half:])
+    mcc, _ = metrics.mcc(z, h)
+    return {"linear_r2": float(np.mean(np.clip(r2, 0, 1))), "mcc": float(np.mean(mcc))}
+
+
+# ---- export ----
+
+def export(model: Encoder, out: Path, resolution: int) -> tuple[Path, Path]:
+    """Write encoder.pt2 (torch.export, dynamic batch) and encoder.safetensors (for --arch)."""
+    model = model.to("cpu").eval()
+    example = torch.rand(2, 3, resolution, resolution)
+    program = torch.export.export(model, (example,), dynamic_shapes=({0: torch.export.Dim("batch")},))
+    pt2, weights = out / "encoder.pt2", out / "encoder.safetensors"
+    buffer = io.BytesIO()  # torch.export.save wants a name ending in .pt2, or a buffer
+    torch.export.save(program, buffer)
+    atomic.write_bytes(pt2, buffer.getvalue())
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    with atomic.atomic_path(weights, suffix=".safetensors") as tmp:
+        save_file(state, str(tmp), metadata={"arch": ARCH, "config": json.dumps(model.config())})
+    return pt2, weights
+
+
+# ---- the loop ----
+
+def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int, device: torch.device) -> DataLoader:
+    source = pair_source(config.positives, dataset, seed=config.seed, conditional=config.conditional,
+                         scale=config.scale, index=config.index)
+    workers = config.workers
+    if workers < 0:
+        workers = min(8, max(1, (os.cpu_count() or 2) - 1)) if device.type == "cuda" else 0
+    return DataLoader(source, batch_sampler=StepBatches(start, config.iterations, config.batch_size),
+                      num_workers=workers, pin_memory=device.type == "cuda",
+                      prefetch_factor=4 if workers else None)
+
+
+def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: bool = True) -> Path:
+    """Train (or resume) a run in ``out``; returns the result file (or the checkpoint when there is
+    no eval split to score on)."""
+    out = Path(out)
+    checkpoint, log_path = out / "checkpoint.safetensors", out / "log.jsonl"
+    if checkpoint.exists() and not resume:
+        raise TrainingError(f"{out} already holds a run. Fix: add --resume to continue it, or choose "
+                            "another --out.")
+    if resume and checkpoint.exists():
+        diff = resume_differences(saved_config(checkpoint), config)
+        if diff:
+            raise TrainingError(f"--resume {out}: the saved run used other settings ({'; '.join(diff)}). "
+                                "Fix: repeat the original settings, or start a new --out.")
+    device = resolve_device(config.device)
+    train_set = ThreeDIdent(config.data, config.train_split)
+    has_eval = SplitLayout(Path(config.data), config.eval_split).raw_latents.exists()
+    eval_set = ThreeDIdent(config.data, config.eval_split) if has_eval else None
+    out.mkdir(parents=True, exist_ok=True)
+    atomic.write_json(out / "config.json", config.to_json())
+    log.info("config %s", json.dumps(config.to_json(), sort_keys=True))
+
+    model = build_model(config, *train_set.channel_stats())
+    criterion = build_loss(config.loss, dim=config.latent_dim, p=config.p, tau=config.tau,
+                           include_self=config.include_self)
+    model.to(device)
+    criterion.to(device)
+    optimizer = build_optimizer(config, model, criterion)
+    step = 0
+    if resume and checkpoint.exists():
+        step = load_checkpoint(checkpoint, model, criterion, optimizer)
+        if step >= config.iterations and (out / "result.json").exists():
+            log.info("%s is complete (step %d); nothing to do", out, step)
+            return out / "result.json"
+        truncate_log(log_path, step)
+        log.info("resumed %s at step %d", out, step)
+    cuda = device.type == "cuda"
+    if cuda:
+        model.to(memory_format=torch.channels_last)
+    forward = torch.compile(model) if config.compile else model
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda and config.amp else nullcontext()
+    memory_format = torch.channels_last if cuda else torch.contiguous_format
+    pairs = config.positives != "anchors"
+
+    model.train()
+    window_loss = torch.zeros((), device=device)
+    window_start, waited, images = time.perf_counter(), 0.0, 0
+    batches = iter(_loader(config, train_set, step, device))
+    with tqdm(total=config.iterations, initial=step, unit="step", desc=f"train {config.preset}",
+              disable=not progress) as bar, open(log_path, "a") as log_file:
+        while step < config.iterations:
+            before = time.perf_counter()
+            batch = next(batches)
+            waited += time.perf_counter() - before
+            x = torch.cat(batch[:2]) if pairs else batch[0]
+            z = batch[-2 if pairs else -1].to(device, non_blocking=True)
+            x = x.to(device, non_blocking=True, memory_format=memory_format)
+            with autocast:
+                h = forward(x).float()
+            b = len(z)
+            loss = criterion(h[:b], h[b:] if pairs else None, z)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            window_loss += loss.detach()
+            images += len(x)
+            step += 1
+            bar.update(1)
+            if step % config.log_every == 0:
+                elapsed = time.perf_counter() - window_start
+                record = {"step": step, "loss": float(window_loss) / config.log_every,
+                          "images_per_s": images / elapsed, "data_wait": waited / elapsed}
+                if config.eval_every and eval_set is not None and step % config.eval_every == 0:
+                    record["eval"] = quick_score(model, eval_set, config.eval_images, device)
+                log_file.write(json.dumps(record) + "\n")
+                log_file.flush()
+                bar.set_postfix(loss=f"{record['loss']:.4f}", img_s=f"{record['images_per_s']:.0f}")
+                window_loss.zero_()
+                window_start, waited, images = time.perf_counter(), 0.0, 0
+            if step % config.checkpoint_every == 0 or step == config.iterations:
+                save_checkpoint(checkpoint, step, config, model, criterion, optimizer)
+
+    resolution = train_set.load_array(0).shape[0]
+    pt2, _ = export(model, out, resolution)
+    if eval_set is None:
+        log.warning("no %s split under %s: skipped the final evaluation", config.eval_split, config.data)
+        return checkpoint
+    result = evaluate(pt2, config.data, split=config.eval_split, name=f"{config.preset} ({out.name})",
+                      device=str(device), progress=progress)
+    result.save(out / "result.json")
+    return out / "result.json"

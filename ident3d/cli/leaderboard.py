@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+HELP = "build the leaderboard (LEADERBOARD.md and the web page), add a result, or see where it ranks"
+EXAMPLE = ("ident3d leaderboard compare runs/normal-box/result.json\n"
+           "  ident3d leaderboard add runs/nb/result.json --id Doe2026Contrastive_box --author 'J. Doe'\n"
+           "  ident3d leaderboard add result.json --id Doe2026Contrastive --checkpoint encoder.pt2 "
+           "--data data/3dident   # verified\n"
+           "  ident3d leaderboard build [--check]")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    build = sub.add_parser("build", help="write LEADERBOARD.md and the site from the entries")
+    build.add_argument("--check", action="store_true",
+                       help="write nothing; exit 1 when the outputs differ from a fresh build")
+    build.add_argument("--markdown", type=Path, help="the Markdown file (default: LEADERBOARD.md)")
+    build.add_argument("--site", type=Path, help="the page (default: leaderboard/site/index.html)")
+    add = sub.add_parser("add", help="validate a result file and write it as a new entry")
+    compare = sub.add_parser("compare", help="print where a result would rank; writes nothing")
+    for q in (build, add, compare):
+        q.add_argument("--entries", type=Path, help="folder of entry files (default: leaderboard/entries)")
+    for q in (add, compare):
+        q.add_argument("result", type=Path, help="a result file from `ident3d evaluate`")
+        q.add_argument("--dataset", help="table to rank in (default: derived from the result)")
+    add.add_argument("--id", required=True, help="<Author><Year><FirstWord>[_variant]")
+    add.add_argument("--name", help="display name (default: the result's model name)")
+    add.add_argument("--author", action="append", dest="authors", help="repeat for each author")
+    add.add_argument("--paper", help="paper URL")
+    add.add_argument("--code", help="code URL")
+    add.add_argument("--training-data", default="unspecified", help="what the model was trained on")
+    add.add_argument("--positives", default="unspecified", help="positive-pair type")
+    add.add_argument("--loss", default="unspecified")
+    add.add_argument("--space", dest="model_space", default="unspecified", help="model output space")
+    add.add_argument("--footnote")
+    add.add_argument("--checkpoint", type=Path,
+                     help="the model file: re-score it on --data and mark the entry verified")
+    add.add_argument("--data", type=Path, help="dataset root for re-scoring --checkpoint")
+
+
+def _read_result(path: Path) -> dict:
+    from ident3d.errors import ResultError
+    from ident3d.evaluation import validate_result
+
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise ResultError(f"{path}: cannot read a result JSON file ({error}).") from None
+    try:
+        validate_result(document)
+    except ResultError as error:
+        raise ResultError(f"{path}: {error}") from None
+    return document
+
+
+def _verified_result(result: dict, checkpoint: Path, data: Path | None) -> dict:
+    """Re-score the checkpoint; the fresh numbers must match the submitted ones."""
+    from ident3d.errors import ResultError
+    from ident3d.evaluation import evaluate
+
+    if data is None:
+        raise ResultError("--checkpoint needs --data ROOT (the dataset to re-score it on).")
+    fresh = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
+                     name=result["model"]["name"]).document
+    for key, submitted in result["metrics"].items():
+        again = fresh["metrics"].get(key)
+        if (submitted is None) != (again is None) or (again is not None and abs(again - submitted) > 1e-4):
+            raise ResultError(f"metrics/{key}: the result file says {submitted}, re-scoring {checkpoint} "
+                              f"gives {again}. Fix: submit the result of this checkpoint.")
+    return fresh
+
+
+def run(args: argparse.Namespace) -> int:
+    from leaderboard.build import MARKDOWN, SITE, build, stale
+    from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, write_entry
+    from leaderboard.markdown import table_lines
+    from leaderboard.ranking import placement
+
+    args.entries = args.entries or ENTRIES_DIR
+    if args.action == "build":
+        args.markdown, args.site = args.markdown or MARKDOWN, args.site or SITE
+        if args.check:
+            outdated = stale(args.entries, args.markdown, args.site)
+            for path in outdated:
+                print(f"stale: {path} (run `ident3d leaderboard build`)")
+            return 1 if outdated else 0
+        for path in build(args.entries, args.markdown, args.site):
+            print(path)
+        return 0
+    result = _read_result(args.result)
+    if args.action == "compare":
+        candidate = entry_from_result(result, "Candidate0000Result", dataset=args.dataset)
+        rank, size, table = placement(load_entries(args.entries), candidate)
+        print(f"{args.result} would rank {rank} of {size} in {candidate['dataset']} · "
+              f"{candidate['protocol']}:\n")
+        print("\n".join(table_lines(table)))
+        return 0
+    status = "self-reported"
+    if args.checkpoint is not None:
+        result, status = _verified_result(result, args.checkpoint, args.data), "verified"
+    entry = entry_from_result(result, args.id, status=status, name=args.name, authors=args.authors,
+                              paper=args.paper, code=args.code, training_data=args.training_data,
+                              positives=args.positives, loss=args.loss, model_space=args.model_space,
+                              footnote=args.footnote, dataset=args.dataset)
+    print(write_entry(entry, args.entries))
+    print("now run `ident3d leaderboard build` to update LEADERBOARD.md and the page")
+    return 0

@@ -1,0 +1,116 @@
+"""Leaderboard entries: one JSON file per model in ``leaderboard/entries/<ID>.json``.
+
+An entry is the evaluator's result plus metadata, checked against the versioned schema shipped
+in ``leaderboard/schemas/entry-v1.json``. Errors name the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from ident3d import atomic
+from ident3d.errors import ResultError
+from ident3d.evaluation import validate_result
+
+ENTRY_SCHEMA = "ident3d-leaderboard-entry/1"
+STATUSES = ("verified", "self-reported", "reported-in-paper")
+ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
+METRIC_KEYS = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
+
+
+def entry_schema() -> dict[str, Any]:
+    return json.loads(files("leaderboard.schemas").joinpath("entry-v1.json").read_text())
+
+
+def validate_entry(entry: Any, source: str) -> dict[str, Any]:
+    """Raise ResultError naming ``source`` and the first offending field; return the entry."""
+    import jsonschema
+
+    try:
+        jsonschema.validate(entry, entry_schema())
+    except jsonschema.ValidationError as error:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ResultError(f"{source}: field {where}: {error.message}") from None
+    if entry["result"] is not None:
+        try:
+            validate_result(entry["result"])
+        except ResultError as error:
+            raise ResultError(f"{source}: field result/{str(error).removeprefix('result field ')}"
+                              ) from None
+        if entry["result"]["protocol"] != entry["protocol"]:
+            raise ResultError(f"{source}: field protocol: {entry['protocol']!r} disagrees with the "
+                              f"result's {entry['result']['protocol']!r}")
+        for key in METRIC_KEYS:
+            if entry["metrics"].get(key) != entry["result"]["metrics"].get(key):
+                raise ResultError(f"{source}: field metrics/{key}: {entry['metrics'].get(key)} "
+                                  f"differs from the result's {entry['result']['metrics'].get(key)}")
+    return entry
+
+
+def load_entries(directory: Path = ENTRIES_DIR) -> list[dict[str, Any]]:
+    """Every entry of ``directory``, validated, sorted by ID; an entry's ID must be its file name."""
+    entries = []
+    for path in sorted(Path(directory).glob("*.json")):
+        try:
+            entry = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise ResultError(f"{path}: not valid JSON ({error})") from None
+        validate_entry(entry, str(path))
+        if entry["id"] != path.stem:
+            raise ResultError(f"{path}: field id: {entry['id']!r} must equal the file name "
+                              f"{path.stem!r}. Fix: rename the file or the id.")
+        entries.append(entry)
+    return entries
+
+
+def dataset_key(result: dict[str, Any]) -> str:
+    """The table a result belongs in: variant, resolution and the test split's manifest."""
+    d = result["dataset"]
+    if d["manifest_sha256"] is None:
+        return "3dident-published"
+    size = "x".join(str(v) for v in d.get("resolution", [])) or "?"
+    return f"3dident-{d['variant']}-{size}px-{d['split']}-{d['manifest_sha256'][:8]}"
+
+
+def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "self-reported",
+                      name: str | None = None, authors: list[str] | None = None,
+                      paper: str | None = None, code: str | None = None,
+                      training_data: str = "unspecified", positives: str = "unspecified",
+                      loss: str = "unspecified", model_space: str = "unspecified",
+                      footnote: str | None = None, dataset: str | None = None) -> dict[str, Any]:
+    """A schema-valid entry around an evaluator result (validated here, so errors come early)."""
+    validate_result(result)
+    entry = {
+        "schema": ENTRY_SCHEMA,
+        "id": entry_id,
+        "name": name or result["model"]["name"],
+        "authors": authors or ["anonymous"],
+        "paper": paper,
+        "code": code,
+        "training_data": training_data,
+        "positives": positives,
+        "loss": loss,
+        "model_space": model_space,
+        "status": status,
+        "footnote": footnote,
+        "dataset": dataset or dataset_key(result),
+        "protocol": result["protocol"],
+        "metrics": {k: result["metrics"].get(k) for k in METRIC_KEYS},
+        "checkpoint_sha256": result["model"]["sha256"] if status == "verified" else None,
+        "result": result,
+    }
+    return validate_entry(entry, f"entry {entry_id}")
+
+
+def write_entry(entry: dict[str, Any], directory: Path = ENTRIES_DIR) -> Path:
+    """Write a new entry; an existing ID is refused, never overwritten."""
+    validate_entry(entry, f"entry {entry.get('id')}")
+    path = Path(directory) / f"{entry['id']}.json"
+    if path.exists():
+        raise ResultError(f"field id: {entry['id']!r} already exists at {path}. Fix: choose another "
+                          "--id (add a _variant suffix), or delete the old entry on purpose.")
+    atomic.write_json(path, entry)
+    return path

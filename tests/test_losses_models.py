@@ -1,0 +1,143 @@
+"""Losses against values computed by hand; output spaces; presets; batch sources."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from baselines.config import TrainConfig, load_preset, preset_names
+from baselines.losses import AnInfoNCE, LpInfoNCE, SupervisedMSE, VonMisesFisherInfoNCE
+from baselines.models import Box, BoxSigmoid, Encoder, Sphere
+from baselines.positives import AugmentedPairs, StepBatches
+from ident3d.datasets import ThreeDIdent
+from ident3d.errors import TrainingError
+
+T = torch.tensor
+
+
+def test_l2_infonce_by_hand():
+    # logits -||h_i - h_pos_j||^2 = [[0, -4], [-1, -1]]; the diagonal is the positive.
+    h, h_pos = T([[0.0], [1.0]]), T([[0.0], [2.0]])
+    expected = (math.log(1 + math.exp(-4)) + math.log(2)) / 2
+    assert LpInfoNCE(p=2)(h, h_pos).item() == pytest.approx(expected, rel=1e-6)
+    # tau divides the logits: [[0, -2], [-0.5, -0.5]]
+    expected_tau = (math.log(1 + math.exp(-2)) + math.log(2)) / 2
+    assert LpInfoNCE(p=2, tau=2.0)(h, h_pos).item() == pytest.approx(expected_tau, rel=1e-6)
+
+
+def test_l1_and_l3_infonce_by_hand():
+    h, h_pos = T([[0.0, 0.0], [1.0, 1.0]]), T([[0.0, 1.0], [1.0, 1.0]])
+    # p = 1 distances: [[1, 2], [1, 0]]; p = 3: [[1, 2], [1, 0]] (entries are 0/1 per coordinate)
+    row0 = -math.log(math.exp(-1) / (math.exp(-1) + math.exp(-2)))
+    row1 = -math.log(1 / (math.exp(-1) + 1))
+    assert LpInfoNCE(p=1)(h, h_pos).item() == pytest.approx((row0 + row1) / 2, rel=1e-6)
+    h3 = T([[0.0], [2.0]])
+    # p = 3 on [[0], [2]] vs [[0], [1]]: distances [[0, 1], [8, 1]]
+    expected = (math.log(1 + math.exp(-1)) + -math.log(math.exp(-1) / (math.exp(-8) + math.exp(-1)))) / 2
+    assert LpInfoNCE(p=3)(h3, T([[0.0], [1.0]])).item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_anchor_to_itself_term_adds_exp_zero_to_each_denominator():
+    h, h_pos = T([[0.0], [1.0]]), T([[0.0], [2.0]])
+    expected = (-math.log(1 / (1 + math.exp(-4) + 1)) - math.log(math.exp(-1) / (2 * math.exp(-1) + 1))) / 2
+    assert LpInfoNCE(p=2, include_self=True)(h, h_pos).item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_vmf_normalises_before_the_dot_product():
+    h, h_pos = T([[3.0, 0.0], [0.0, 0.5]]), T([[2.0, 0.0], [0.0, 7.0]])
+    # normalised: identity vs identity -> logits I / tau
+    assert VonMisesFisherInfoNCE()(h, h_pos).item() == pytest.approx(math.log(1 + math.exp(-1)), rel=1e-6)
+    tau = 0.5
+    assert VonMisesFisherInfoNCE(tau=tau)(h, h_pos).item() == pytest.approx(
+        math.log(1 + math.exp(-2)), rel=1e-6)
+
+
+def test_aninfonce_weights_each_dimension_by_its_precision():
+    loss = AnInfoNCE(dim=2)
+    h, h_pos = T([[1.0, 0.0], [0.0, 1.0]]), T([[1.0, 0.0], [0.0, 1.0]])
+    # Lambda = 1 at init: logits -1/2 ||a - b||^2 = [[0, -1], [-1, 0]]
+    assert torch.allclose(loss.precision, torch.ones(2))
+    assert loss(h, h_pos).item() == pytest.approx(math.log(1 + math.exp(-1)), rel=1e-6)
+    with torch.no_grad():  # Lambda = (3, 1): off-diagonal logits -1/2 (3 + 1) = -2
+        loss.raw_precision.copy_(T([math.log(math.exp(3) - 1), math.log(math.e - 1)]))
+    assert loss(h, h_pos).item() == pytest.approx(math.log(1 + math.exp(-2)), rel=1e-5)
+    assert list(loss.parameters())[0].requires_grad
+
+
+def test_supervised_mse():
+    assert SupervisedMSE()(T([[1.0, 2.0]]), None, T([[0.0, 0.0]])).item() == pytest.approx(2.5)
+
+
+def test_output_spaces():
+    box = Box(2)
+    x = T([[0.5, -0.2], [3.0, 1.5], [-4.0, 2.0]])
+    assert torch.allclose(box(x), T([[0.5, -0.2], [1.0, 0.5], [-1.0, 0.5]]))
+    sphere = Sphere(3)
+    with torch.no_grad():
+        sphere.radius.fill_(2.0)
+    assert torch.allclose(sphere(torch.randn(5, 3)).norm(dim=1), torch.full((5,), 2.0))
+    out = BoxSigmoid(4)(torch.randn(6, 4) * 10)
+    assert out.min() >= 0 and out.max() <= 1
+
+
+def test_encoder_normalises_its_own_input():
+    enc = Encoder(latent_dim=3, space="unbounded", mean=(0.2, 0.4, 0.6), std=(0.5, 0.25, 0.1)).eval()
+    x = torch.rand(2, 3, 16, 16)
+    manual = enc.head(enc.backbone((x - enc.mean) / enc.std))
+    assert torch.allclose(enc(x), manual)
+    assert enc(x).shape == (2, 3)
+    with pytest.raises(ValueError, match="output space 'cube'"):
+        Encoder(space="cube")
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_is_a_valid_config(name):
+    config = load_preset(name, data="/data")
+    assert config.preset == name and config.data == "/data"
+    if name != "smoke":  # the original's optimisation defaults (REFERENCE section 6)
+        assert (config.batch_size, config.lr, config.iterations) == (512, 1e-4, 30_000)
+
+
+def test_presets_match_table_4():
+    assert load_preset("normal-box").space == "box" and load_preset("normal-box").p == 2
+    assert load_preset("laplace-box").conditional == "laplace" and load_preset("laplace-box").loss == "lp"
+    assert load_preset("normal-sphere-vmf").loss == "vmf"
+    assert load_preset("augm-sphere-vmf").positives == "augment"
+    assert load_preset("supervised").loss == "mse"
+    scales = load_preset("aninfonce").scale
+    assert len(scales) == 10 and len(set(scales)) == 10
+
+
+def test_bad_configs_name_the_field():
+    with pytest.raises(TrainingError, match="unknown preset 'normal-cube'.*normal-box"):
+        load_preset("normal-cube")
+    with pytest.raises(TrainingError, match="unknown setting.*batchsize"):
+        load_preset("smoke", batchsize=3)
+    with pytest.raises(TrainingError, match="space = 'cube'"):
+        TrainConfig(space="cube")
+    with pytest.raises(TrainingError, match="checkpoint_every = 15 must be a multiple of log_every = 10"):
+        TrainConfig(log_every=10, checkpoint_every=15)
+    with pytest.raises(TrainingError, match="mse"):
+        TrainConfig(loss="mse", positives="latent")
+
+
+def test_step_batches_are_a_function_of_the_step():
+    assert list(StepBatches(2, 4, 3)) == [[6, 7, 8], [9, 10, 11]]
+    assert len(StepBatches(2, 4, 3)) == 2
+
+
+def test_augmented_pairs_are_seeded_per_item_and_leave_the_global_rng_alone(tmp_path):
+    from conftest import write_fake_split
+
+    write_fake_split(tmp_path, "train", n=20, size=24)
+    pairs = AugmentedPairs(ThreeDIdent(tmp_path, "train"), seed=3)
+    state = torch.get_rng_state()
+    a = pairs.__getitems__([0, 1])
+    assert torch.equal(torch.get_rng_state(), state)
+    b = pairs.__getitems__([0, 1])
+    assert all(torch.equal(u, v) for u, v in zip(a[0], b[0], strict=True))
+    x1, x2, z, z_pos = a[0]
+    assert x1.shape == (3, 24, 24) and not torch.equal(x1, x2) and torch.equal(z, z_pos)
+    assert 0 <= float(x1.min()) and float(x1.max()) <= 1
+    assert not np.array_equal(a[0][0].numpy(), a[1][0].numpy())

@@ -1,0 +1,109 @@
+"""The training loop: exact resume, exports that match the in-memory model, and real learning."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import write_fake_split
+from safetensors import safe_open
+
+from baselines.config import load_preset
+from baselines.train import build_model, export, read_log, train
+from ident3d.datasets import ThreeDIdent
+from ident3d.evaluation import evaluate, validate_result
+from ident3d.submissions import load_submission
+
+
+@pytest.fixture(scope="module")
+def fake_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fake")
+    write_fake_split(root, "train", n=120, size=32)
+    write_fake_split(root, "test", n=60, size=32, seed=1)
+    return root
+
+
+def tiny(data, iterations, **kw):
+    return load_preset("smoke", data=str(data), iterations=iterations, batch_size=8, log_every=1,
+                       checkpoint_every=2, eval_every=2, eval_images=40, **kw)
+
+
+def test_resume_reproduces_the_loss_curve_of_an_unbroken_run(fake_data, tmp_path):
+    train(tiny(fake_data, 6), tmp_path / "unbroken", progress=False)
+    train(tiny(fake_data, 4), tmp_path / "resumed", progress=False)
+    first_part = read_log(tmp_path / "resumed/log.jsonl")
+    assert [r["step"] for r in first_part] == [1, 2, 3, 4]
+    train(tiny(fake_data, 6), tmp_path / "resumed", resume=True, progress=False)
+
+    unbroken, resumed = read_log(tmp_path / "unbroken/log.jsonl"), read_log(tmp_path / "resumed/log.jsonl")
+    assert [r["step"] for r in resumed] == list(range(1, 7))
+    np.testing.assert_allclose([r["loss"] for r in resumed], [r["loss"] for r in unbroken], rtol=1e-6)
+    assert len({round(r["loss"], 6) for r in unbroken}) > 1, "the loss never changed"
+    for a, b in zip(unbroken, resumed, strict=True):
+        if "eval" in a:
+            assert a["eval"] == pytest.approx(b["eval"], rel=1e-5)
+    with safe_open(str(tmp_path / "unbroken/checkpoint.safetensors"), "pt") as f, \
+            safe_open(str(tmp_path / "resumed/checkpoint.safetensors"), "pt") as g:
+        assert f.metadata()["step"] == g.metadata()["step"] == "6"
+        for key in f.keys():
+            torch.testing.assert_close(f.get_tensor(key), g.get_tensor(key), rtol=1e-5, atol=1e-6)
+
+
+def test_a_run_folder_is_never_overwritten_or_resumed_with_other_settings(fake_data, tmp_path):
+    from ident3d.errors import TrainingError
+
+    train(tiny(fake_data, 2), tmp_path / "run", progress=False)
+    before = (tmp_path / "run/checkpoint.safetensors").read_bytes()
+    with pytest.raises(TrainingError, match="already holds a run.*--resume"):
+        train(tiny(fake_data, 2), tmp_path / "run", progress=False)
+    with pytest.raises(TrainingError, match="lr: saved 0.001, now 0.01"):
+        train(tiny(fake_data, 4, lr=0.01), tmp_path / "run", resume=True, progress=False)
+    assert (tmp_path / "run/checkpoint.safetensors").read_bytes() == before
+
+
+def test_exports_match_the_in_memory_model_and_the_evaluator_scores_them(fake_data, tmp_path):
+    config = tiny(fake_data, 1)
+    model = build_model(config, [0.5, 0.4, 0.3], [0.2, 0.2, 0.25]).eval()
+    x = torch.rand(5, 3, 32, 32)
+    with torch.no_grad():
+        expected = model(x)
+    pt2, weights = export(model, tmp_path, resolution=32)
+    for path, loaded in ((pt2, load_submission(pt2).model), (weights, load_submission(weights).model.eval())):
+        with torch.no_grad():
+            torch.testing.assert_close(loaded(x), expected, rtol=1e-5, atol=1e-5, msg=str(path))
+    result = evaluate(pt2, fake_data, progress=False)
+    validate_result(result.document)
+    assert result.document["model"]["feature_dim"] == 10
+
+
+def test_a_finished_run_holds_exports_logs_and_a_valid_result(fake_data, tmp_path):
+    out = tmp_path / "run"
+    result_path = train(tiny(fake_data, 2), out, progress=False)
+    assert result_path == out / "result.json"
+    document = json.loads(result_path.read_text())
+    validate_result(document)
+    assert document["model"]["file"] == "encoder.pt2"
+    assert json.loads((out / "config.json").read_text())["iterations"] == 2
+    assert {"loss", "images_per_s", "data_wait"} <= set(read_log(out / "log.jsonl")[0])
+    mtime = result_path.stat().st_mtime_ns
+    assert train(tiny(fake_data, 2), out, resume=True, progress=False) == result_path
+    assert result_path.stat().st_mtime_ns == mtime, "a finished run was redone"
+
+
+@pytest.mark.blender
+@pytest.mark.slow
+def test_smoke_training_on_real_renders_beats_the_untrained_encoder(tmp_path):
+    from render.job import plan_job, render_split
+    from render.settings import resolve_settings
+
+    data = tmp_path / "data"
+    settings = resolve_settings("preview", resolution=32, samples=2)
+    for split, n, seed in (("train", 1000, 0), ("test", 300, 1)):
+        render_split(plan_job(data, split, n=n, seed=seed, variant="v2", settings=settings),
+                     workers=2, progress=False)
+    config = load_preset("smoke", data=str(data), iterations=200, eval_every=0)
+    untrained = build_model(config, *ThreeDIdent(data, "train").channel_stats())
+    export(untrained, tmp_path / "untrained", resolution=32)
+    before = evaluate(tmp_path / "untrained/encoder.pt2", data, progress=False).metrics["linear_r2"]
+    after = json.loads(train(config, tmp_path / "run", progress=False).read_text())["metrics"]["linear_r2"]
+    assert after > before + 0.15, f"linear R^2 untrained {before:.3f}, trained {after:.3f}"
