@@ -43,6 +43,10 @@ def validate_entry(entry: Any, source: str) -> dict[str, Any]:
         if entry["result"]["protocol"] != entry["protocol"]:
             raise ResultError(f"{source}: field protocol: {entry['protocol']!r} disagrees with the "
                               f"result's {entry['result']['protocol']!r}")
+        scored = entry["result"]["model"]["sha256"]
+        if entry["status"] == "verified" and entry["checkpoint_sha256"] != scored:
+            raise ResultError(f"{source}: field checkpoint_sha256: {entry['checkpoint_sha256']} is not "
+                              f"the scored model's {scored}")
         for key in METRIC_KEYS:
             if entry["metrics"].get(key) != entry["result"]["metrics"].get(key):
                 raise ResultError(f"{source}: field metrics/{key}: {entry['metrics'].get(key)} "

@@ -1,0 +1,199 @@
+"""Leaderboard: schema-checked entries, deterministic outputs, stale detection, the page in Chromium."""
+
+import copy
+import functools
+import http.server
+import json
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from ident3d.errors import ResultError
+from leaderboard.build import MARKDOWN, SITE, build, stale
+from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, validate_entry, write_entry
+from leaderboard.markdown import render_markdown
+
+PAPER = ENTRIES_DIR / "Zimmermann2021Contrastive_normal-box.json"
+
+
+def paper_entry():
+    return json.loads(PAPER.read_text())
+
+
+def fake_result(r2=0.8, mcc=0.7, protocol="ident3d-eval-v1", sha="ab" * 32):
+    from ident3d.latents import FACTOR_NAMES
+
+    per = [{"factor": f, "linear_r2": r2, "nonlinear_r2": r2, "mcc_pearson": mcc, "mcc_spearman": mcc}
+           for f in FACTOR_NAMES]
+    return {"schema": "ident3d-result/1", "protocol": protocol,
+            "dataset": {"name": "3dident", "split": "test", "variant": "v2", "n": 100,
+                        "manifest_sha256": "cd" * 32, "resolution": [64, 64]},
+            "model": {"name": "m", "file": "m.pt2", "sha256": sha, "kind": "exported-program",
+                      "arch": None, "self_reported": False, "feature_dim": 10},
+            "metrics": {"linear_r2": r2, "nonlinear_r2": r2, "mcc_pearson": mcc, "mcc_spearman": mcc},
+            "per_latent": per, "seeds": {}, "n_fit": 50, "n_score": 50, "versions": {},
+            "device": "cpu", "wall_time_s": 1.0}
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda e: e.pop("status"), "status"),
+    (lambda e: e["metrics"].__setitem__("linear_r2", 1.2), "metrics/linear_r2"),
+    (lambda e: e["metrics"].__setitem__("mcc_pearson", "98.31"), "metrics/mcc_pearson"),
+    (lambda e: e.__setitem__("id", "normal box"), "id"),
+    (lambda e: e.__setitem__("status", "trust-me"), "status"),
+    (lambda e: e.__setitem__("paper", "arxiv.org/abs/1"), "paper"),
+])
+def test_malformed_entries_are_rejected_with_the_field_named(change, field):
+    entry = paper_entry()
+    change(entry)
+    with pytest.raises(ResultError) as error:
+        validate_entry(entry, "x.json")
+    message = str(error.value)
+    assert message.startswith("x.json") and (f"field {field}" in message or f"'{field}'" in message), message
+
+
+def test_verified_needs_a_checkpoint_hash_and_a_result():
+    entry = paper_entry()
+    entry["status"] = "verified"
+    with pytest.raises(ResultError, match="field (checkpoint_sha256|result)"):
+        validate_entry(entry, "x.json")
+    verified = entry_from_result(fake_result(), "Doe2026Contrastive", status="verified")
+    assert verified["checkpoint_sha256"] == "ab" * 32
+    verified["checkpoint_sha256"] = "ef" * 32
+    with pytest.raises(ResultError, match="field checkpoint_sha256: .* the scored model"):
+        validate_entry(verified, "v.json")
+
+
+def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
+    entry = entry_from_result(fake_result(), "Doe2026Contrastive_box", authors=["J. Doe"])
+    assert entry["dataset"] == "3dident-v2-64x64px-test-cdcdcdcd" and entry["checkpoint_sha256"] is None
+    path = write_entry(entry, tmp_path)
+    with pytest.raises(ResultError, match="field id: 'Doe2026Contrastive_box' already exists"):
+        write_entry(entry, tmp_path)
+    assert json.loads(path.read_text()) == entry
+    tampered = copy.deepcopy(entry)
+    tampered["metrics"]["linear_r2"] = 0.99
+    with pytest.raises(ResultError, match="metrics/linear_r2: 0.99 differs from the result's 0.8"):
+        validate_entry(tampered, "t.json")
+    bad = fake_result()
+    bad["per_latent"][3]["mcc_pearson"] = -0.5
+    with pytest.raises(ResultError, match="per_latent/3/mcc_pearson"):
+        entry_from_result(bad, "Doe2026Contrastive_bad")
+    (tmp_path / "Other2026Name.json").write_text(json.dumps(entry))
+    with pytest.raises(ResultError, match="must equal the file name"):
+        load_entries(tmp_path)
+
+
+def test_tables_rank_by_mcc_then_r2_then_id_and_never_mix_protocols(tmp_path):
+    shutil.copytree(ENTRIES_DIR, tmp_path, dirs_exist_ok=True)
+    for entry_id, r2, mcc in (("Zed2026Tie", 0.5, 0.9), ("Abe2026Tie", 0.5, 0.9), ("Top2026Best", 0.1, 0.95)):
+        write_entry(entry_from_result(fake_result(r2, mcc), entry_id), tmp_path)
+    text = render_markdown(load_entries(tmp_path))
+    published, ours = text.split("\n## 3dident-v2")
+    assert "Abe2026Tie" not in published and "Zimmermann" not in ours
+    ids = [line.split("`")[1] for line in ours.splitlines() if line.startswith("| ") and "`" in line]
+    assert ids == ["Top2026Best", "Abe2026Tie", "Zed2026Tie"]
+    rows = [line for line in published.splitlines() if "`Zimmermann" in line]
+    assert "supervised" in rows[0] and "identity" in rows[-1]  # missing MCC ranks last
+    assert "| 96.73 ± 0.10 | 98.31 ± 0.04 |" in published
+
+
+def test_build_is_deterministic_and_stale_outputs_are_detected(tmp_path):
+    entries = tmp_path / "entries"
+    shutil.copytree(ENTRIES_DIR, entries)
+    md, site = tmp_path / "LEADERBOARD.md", tmp_path / "site/index.html"
+    build(entries, md, site)
+    first = md.read_bytes(), site.read_bytes()
+    build(entries, md, site)
+    assert (md.read_bytes(), site.read_bytes()) == first
+    assert stale(entries, md, site) == []
+    write_entry(entry_from_result(fake_result(), "Doe2026Contrastive"), entries)
+    assert stale(entries, md, site) == [md, site]
+    check = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "build", "--check",
+                            "--entries", str(entries), "--markdown", str(md), "--site", str(site)],
+                           capture_output=True, text=True)
+    assert check.returncode == 1 and "stale" in check.stdout
+
+
+def test_committed_leaderboard_is_current():
+    assert stale() == [], "LEADERBOARD.md or the site is stale. Fix: run `ident3d leaderboard build`"
+    assert MARKDOWN.exists() and SITE.exists()
+
+
+def test_compare_prints_the_rank_without_writing(tmp_path):
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(fake_result(0.9, 0.99, protocol="cl-ica-2021")))
+    before = sorted(p.name for p in ENTRIES_DIR.iterdir())
+    out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
+                          "--dataset", "3dident-published"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "would rank 2 of 8 in 3dident-published · cl-ica-2021" in out.stdout
+    assert sorted(p.name for p in ENTRIES_DIR.iterdir()) == before
+
+
+@pytest.fixture
+def served_site(tmp_path):
+    """The built page of the committed entries plus one of another protocol, on 127.0.0.1."""
+    entries = tmp_path / "entries"
+    shutil.copytree(ENTRIES_DIR, entries)
+    for entry_id, protocol in (("Doe2026Contrastive", "cl-ica-2021"),
+                               ("Roe2026Contrastive", "ident3d-eval-v1")):
+        write_entry(entry_from_result(fake_result(0.8, 0.7, protocol=protocol), entry_id,
+                                      dataset="3dident-published"), entries)
+    site = tmp_path / "site"
+    build(entries, tmp_path / "LEADERBOARD.md", site / "index.html")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/index.html", load_entries(entries)
+    server.shutdown()
+
+
+def _browser(playwright):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("needs the Debian package chromium (.ci/run installs it)")
+    return playwright.chromium.launch(executable_path=chromium, headless=True, args=[
+        "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"])
+
+
+def test_the_page_in_a_real_browser(served_site, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url, entries = served_site
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        requests = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(url)
+        rows = page.locator("#board tbody tr")
+        shown = [e for e in entries if (e["dataset"], e["protocol"]) == ("3dident-published", "cl-ica-2021")]
+        assert rows.count() == len(shown) == 8
+        ids = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
+        assert ids[0] == "Zimmermann2021Contrastive_supervised"
+
+        page.click("#board th[data-key=linear_r2] button")  # ascending R^2
+        r2 = [float(t.split(" ")[0]) for t in rows.evaluate_all(
+            "rows => rows.map(r => r.children[6].textContent)")]
+        assert r2 == sorted(r2) and r2[0] == 5.25
+        page.click("#board th[data-key=linear_r2] button")  # descending
+        assert rows.first.get_attribute("data-id") == "Zimmermann2021Contrastive_supervised"
+        assert page.get_attribute("#board th[data-key=linear_r2]", "aria-sort") == "descending"
+
+        assert page.locator("#scatter circle.point").count() == 7  # identity has no MCC
+        assert page.locator("#heat-r2 tr").count() == 2  # header + the one entry with latents
+        page.screenshot(path=str(tmp_path / "leaderboard.png"), full_page=True)
+
+        page.select_option("#protocol", "ident3d-eval-v1")  # the filter hides the other protocol
+        assert rows.evaluate_all("rows => rows.map(r => r.dataset.id)") == ["Roe2026Contrastive"]
+        assert "1 of 9 entries shown" in page.inner_text("#count")
+        browser.close()
+    assert all(u.startswith("http://127.0.0.1") for u in requests), "the page fetched from the network"
+    png = (tmp_path / "leaderboard.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
