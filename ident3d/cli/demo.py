@@ -1,23 +1,25 @@
 """``ident3d demo``: the whole flow on a small dataset, resumable, with every output's path printed.
 
-Today: render (preview preset) -> pack -> positive pairs through a DataLoader -> evaluate a
-pixel-read-out encoder exported to .pt2 and the true latents (the ceiling). Training a baseline
-and the leaderboard join this flow when the ``baselines`` and ``leaderboard`` rooms land.
+render (preview preset) -> pack -> positive pairs through a DataLoader -> train the `smoke`
+baseline -> evaluate it (and two reference read-outs) with ident3d-eval-v1 -> a demo leaderboard
+beside the paper's rows -> latent-traversal figures. A second run skips every finished step.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
-HELP = "render a small dataset, load positive pairs, evaluate encoders; prints every output path"
+HELP = "render, load, train, evaluate, build a leaderboard and figures on a small dataset (resumable)"
 EXAMPLE = "ident3d demo --out demo-out"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("demo-out"), help="where everything goes")
-    p.add_argument("--n-train", type=int, default=1000)
-    p.add_argument("--n-test", type=int, default=500)
+    p.add_argument("--n-train", type=int, default=3000)
+    p.add_argument("--n-test", type=int, default=1000)
+    p.add_argument("--iterations", type=int, help="training steps (default: the smoke preset's)")
     p.add_argument("--workers", type=int, default=2, help="render processes")
 
 
@@ -32,27 +34,25 @@ def pixel_encoder():
     return PixelReadout()
 
 
-def run(args: argparse.Namespace) -> int:
-    import numpy as np
-    import torch
-    from torch.utils.data import DataLoader
-
+def render_data(data: Path, args: argparse.Namespace, progress: bool) -> None:
     from ident3d.datasets import ThreeDIdent
-    from ident3d.evaluation import evaluate
     from ident3d.packing import pack_split
-    from ident3d.pairs import ContrastivePairs
     from render.job import plan_job, render_split
     from render.settings import resolve_settings
 
-    out = args.out.resolve()
-    data = out / "data"
-    progress = not args.quiet
     settings = resolve_settings("preview")
     for split, n, seed in (("train", args.n_train, 0), ("test", args.n_test, 1)):
-        job = plan_job(data, split, n=n, seed=seed, variant="v2", settings=settings)
-        render_split(job, workers=args.workers, progress=progress)
-        if "packed" not in (ThreeDIdent(data, split).manifest or {}):
+        render_split(plan_job(data, split, n=n, seed=seed, variant="v2", settings=settings),
+                     workers=args.workers, progress=progress)
+        if not ThreeDIdent(data, split).is_packed:
             pack_split(data, split, progress=progress)
+
+
+def show_pairs(data: Path) -> None:
+    from torch.utils.data import DataLoader
+
+    from ident3d.datasets import ThreeDIdent
+    from ident3d.pairs import ContrastivePairs
 
     train = ThreeDIdent(data, "train")
     pairs = ContrastivePairs(train, conditional="normal", scale=0.1, seed=0)
@@ -61,18 +61,86 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{train!r}\none batch of pairs: x {tuple(x.shape)}, z {tuple(z.shape)}; realised "
           f"positive spread per latent (asked 0.1): {[round(float(s), 3) for s in spread]}")
 
-    models = out / "models"
-    models.mkdir(parents=True, exist_ok=True)
-    size = train.load_array(0).shape[0]
-    program = torch.export.export(pixel_encoder().eval(), (torch.rand(2, 3, size, size),),
-                                  dynamic_shapes=({0: torch.export.Dim("batch")},))
-    torch.export.save(program, str(models / "pixels.pt2"))
-    np.save(models / "true_latents.npy", ThreeDIdent(data, "test").latents)
-    results = out / "results"
-    for name, file in (("pixel-readout", "pixels.pt2"), ("true-latents", "true_latents.npy")):
-        result = evaluate(models / file, data, name=name, progress=progress)
-        result.save(results / f"{name}.json")
-        print(f"\n{name} (ident3d-eval-v1)\n{result.table()}")
 
-    print(f"\noutputs:\n  dataset   {data}\n  models    {models}\n  results   {results}")
+def reference_readouts(data: Path, models: Path, results: Path, progress: bool) -> dict[str, Path]:
+    """The pixel read-out (the paper's identity row) and the true latents (the ceiling)."""
+    import numpy as np
+    import torch
+
+    from ident3d.datasets import ThreeDIdent
+    from ident3d.evaluation import evaluate
+
+    models.mkdir(parents=True, exist_ok=True)
+    test = ThreeDIdent(data, "test")
+    size = test.load_array(0).shape[0]
+    files = {"pixel-readout": models / "pixels.pt2", "true-latents": models / "true_latents.npy"}
+    if not files["pixel-readout"].exists():
+        program = torch.export.export(pixel_encoder().eval(), (torch.rand(2, 3, size, size),),
+                                      dynamic_shapes=({0: torch.export.Dim("batch")},))
+        torch.export.save(program, str(files["pixel-readout"]))
+    if not files["true-latents"].exists():
+        np.save(files["true-latents"], test.latents)
+    out = {}
+    for name, file in files.items():
+        out[name] = results / f"{name}.json"
+        if not out[name].exists():
+            evaluate(file, data, name=name, progress=progress).save(out[name])
+    return out
+
+
+def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]) -> list[Path]:
+    """The paper's rows plus the demo's, in a leaderboard of the demo's own."""
+    import shutil
+
+    from leaderboard.build import build
+    from leaderboard.entries import ENTRIES_DIR, entry_from_result, write_entry
+
+    entries = folder / "entries"
+    entries.mkdir(parents=True, exist_ok=True)
+    for paper_entry in sorted(ENTRIES_DIR.glob("*.json")):
+        shutil.copy(paper_entry, entries / paper_entry.name)
+    rows = [  # (id, result file, status, positives, loss, space)
+        ("Demo2026Smoke", smoke_result, "verified", "Normal (sigma 0.1)", "InfoNCE, L2", "box"),
+        ("Demo2026Pixels", readouts["pixel-readout"], "self-reported", "none", "none (pixels)",
+         "pixels"),
+        ("Demo2026Oracle", readouts["true-latents"], "self-reported", "none", "none (true latents)",
+         "latents"),
+    ]
+    for entry_id, result_file, status, positives, loss, space in rows:
+        if (entries / f"{entry_id}.json").exists():
+            continue
+        entry = entry_from_result(json.loads(result_file.read_text()), entry_id, status=status,
+                                  authors=["ident3d demo"], training_data="the demo's train split",
+                                  positives=positives, loss=loss, model_space=space,
+                                  footnote="ident3d demo: a few minutes on CPU, not a result")
+        write_entry(entry, entries)
+    return build(entries, folder / "LEADERBOARD.md", folder / "site" / "index.html")
+
+
+def run(args: argparse.Namespace) -> int:
+    from baselines.config import load_preset
+    from baselines.train import train
+    from ident3d.evaluation import Result
+    from render.settings import resolve_settings
+    from render.traverse import render_traversal
+
+    out = args.out.resolve()
+    data, progress = out / "data", not args.quiet
+    render_data(data, args, progress)
+    show_pairs(data)
+
+    config = load_preset("smoke", data=str(data), iterations=args.iterations)
+    smoke_result = train(config, out / "runs" / "smoke", resume=True, progress=progress)
+    results = out / "results"
+    readouts = reference_readouts(data, out / "models", results, progress)
+
+    for name, path in (("smoke baseline", smoke_result), *readouts.items()):
+        print(f"\n{name} (ident3d-eval-v1)\n{Result(json.loads(path.read_text())).table()}")
+    pages = demo_leaderboard(out / "leaderboard", smoke_result, readouts)
+    figures = [render_traversal(out / "figures" / f"traversal-{variant}.png", variant=variant, steps=7,
+                                settings=resolve_settings("preview"), workers=args.workers, progress=progress)
+               for variant in ("v2", "legacy")]
+    print(f"\noutputs:\n  dataset      {data}\n  smoke run    {out / 'runs' / 'smoke'}\n"
+          f"  results      {results} and {smoke_result}\n  leaderboard  {pages[0]}\n"
+          f"  web page     {pages[1]}\n  figures      {figures[0]}\n               {figures[1]}")
     return 0
