@@ -27,9 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check ident3d render baselines leaderboard tests benchmarks
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.loader
-	$(BIN)/python -m benchmarks.evaluator
-	$(BIN)/python -m benchmarks.render
+	$(BIN)/python -m benchmarks.report
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

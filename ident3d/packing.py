@@ -24,9 +24,14 @@ def published_manifest(dataset: ThreeDIdent) -> dict:
 
 
 def pack_split(root, split: str = "train", progress: bool = True) -> SplitLayout:
-    """Decode every PNG once into ``images.npy`` (N, H, W, 3) and record its checksum."""
+    """Decode every PNG once into ``images.npy`` (N, H, W, 3) and record its checksum.
+
+    A split that is already packed is left alone (``ident3d verify`` checks the packed file).
+    """
     dataset = ThreeDIdent(root, split)
     lay = dataset.layout
+    if dataset.is_packed:
+        return lay
     manifest = dataset.manifest or published_manifest(dataset)
     first = dataset.load_array(0)
     shape = (len(dataset), *first.shape)

@@ -48,6 +48,9 @@ def test_packed_and_png_give_identical_tensors(fake_split):
     pack_split(fake_split, "train", progress=False)
     packed = ThreeDIdent(fake_split, transform=ToTensor())
     assert packed.is_packed and packed.manifest["packed"]["shape"] == [50, 16, 16, 3]
+    stamp = packed.layout.packed.stat().st_mtime_ns
+    pack_split(fake_split, "train", progress=False)  # already packed: a no-op
+    assert packed.layout.packed.stat().st_mtime_ns == stamp
     for i in range(len(packed)):
         torch.testing.assert_close(packed[i][0], expected[i], rtol=0, atol=0)
     np.testing.assert_array_equal(packed.load_batch(np.array([5, 1, 5])),

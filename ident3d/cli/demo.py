@@ -35,7 +35,6 @@ def pixel_encoder():
 
 
 def render_data(data: Path, args: argparse.Namespace, progress: bool) -> None:
-    from ident3d.datasets import ThreeDIdent
     from ident3d.packing import pack_split
     from render.job import plan_job, render_split
     from render.settings import resolve_settings
@@ -44,8 +43,7 @@ def render_data(data: Path, args: argparse.Namespace, progress: bool) -> None:
     for split, n, seed in (("train", args.n_train, 0), ("test", args.n_test, 1)):
         render_split(plan_job(data, split, n=n, seed=seed, variant="v2", settings=settings),
                      workers=args.workers, progress=progress)
-        if not ThreeDIdent(data, split).is_packed:
-            pack_split(data, split, progress=progress)
+        pack_split(data, split, progress=progress)
 
 
 def show_pairs(data: Path) -> None:
