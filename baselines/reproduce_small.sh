@@ -2,7 +2,7 @@
 # Small-scale reproduction of Table 4's central claim on CPU (not part of CI).
 #
 #   bash baselines/reproduce_small.sh [OUT]        # defaults: 20,000 training images, see below
-#   N_TRAIN=5000 N_TEST=1000 ITERATIONS=800 bash baselines/reproduce_small.sh repro-pilot
+#   N_TRAIN=5000 N_TEST=1000 ITERATIONS=600 BATCH=128 LR=1e-3 bash baselines/reproduce_small.sh repro-pilot
 #
 # Renders v2 and legacy data at 64 px (preview preset), trains normal-box, normal-unbounded and
 # normal-sphere-vmf on v2 and normal-box on legacy for a fixed number of steps, scores every
@@ -15,6 +15,7 @@ N_TRAIN=${N_TRAIN:-20000}
 N_TEST=${N_TEST:-5000}
 ITERATIONS=${ITERATIONS:-3000}
 BATCH=${BATCH:-256}
+LR=${LR:-1e-4}
 DEVICE=${DEVICE:-cpu}
 WORKERS=${WORKERS:-2}
 IDENT3D=${IDENT3D:-.venv/bin/ident3d}
@@ -30,7 +31,7 @@ done
 train() {  # variant preset
     local run="$OUT/runs/$1-$2"
     $IDENT3D train --data "$OUT/data-$1" --preset "$2" --out "$run" --iterations "$ITERATIONS" \
-        --batch-size "$BATCH" --device "$DEVICE" --resume
+        --batch-size "$BATCH" --lr "$LR" --device "$DEVICE" --resume
     $IDENT3D evaluate --data "$OUT/data-$1" --model "$run/encoder.pt2" --protocol cl-ica-2021 \
         --name "$1 $2" --out "$run/result-cl-ica-2021.json"
 }

@@ -20,11 +20,11 @@ from pathlib import Path
 from ident3d import atomic
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = [  # (title, module, what the ratio compares against)
+SECTIONS = [  # (title, module, what the ratios compare against)
     ("Render", "benchmarks.render", "the original's 512-sample renders (`paper`)"),
     ("Loader", "benchmarks.loader", "an original-style per-item loader (PIL decodes, FAISS query per item)"),
     ("FAISS", "benchmarks.search", "per-item queries on the exact index"),
-    ("Evaluator", "benchmarks.evaluator", "(wall times only)"),
+    ("Evaluator", "benchmarks.evaluator", None),
 ]
 
 
@@ -62,7 +62,8 @@ def main() -> None:
             command += ["--reference", str(args.reference)]
         print(f"running {' '.join(command[1:])}", flush=True)
         result = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True, check=True)
-        parts += [f"## {title}\n", f"`python -m {module}`; ratios against {baseline}.\n",
+        about = f"ratios against {baseline}" if baseline else "wall times; the original has no evaluator"
+        parts += [f"## {title}\n", f"`python -m {module}`; {about}.\n",
                   result.stdout.strip() + "\n"]
     atomic.write_bytes(HERE / "RESULTS.md", "\n".join(parts).encode())
     print(HERE / "RESULTS.md")
