@@ -107,3 +107,12 @@ def test_smoke_training_on_real_renders_beats_the_untrained_encoder(tmp_path):
     before = evaluate(tmp_path / "untrained/encoder.pt2", data, progress=False).metrics["linear_r2"]
     after = json.loads(train(config, tmp_path / "run", progress=False).read_text())["metrics"]["linear_r2"]
     assert after > before + 0.15, f"linear R^2 untrained {before:.3f}, trained {after:.3f}"
+
+
+@pytest.mark.gpu
+def test_cuda_training_with_bf16_autocast_and_channels_last(fake_data, tmp_path):
+    config = tiny(fake_data, 4, device="cuda")
+    result = json.loads(train(config, tmp_path / "run", progress=False).read_text())
+    assert result["device"].startswith("cuda")
+    losses = [r["loss"] for r in read_log(tmp_path / "run/log.jsonl")]
+    assert len(losses) == 4 and all(np.isfinite(losses))
