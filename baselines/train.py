@@ -196,8 +196,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
         if step >= config.iterations and (out / "result.json").exists():
             log.info("%s is complete (step %d); nothing to do", out, step)
             return out / "result.json"
-        truncate_log(log_path, step)
         log.info("resumed %s at step %d", out, step)
+    truncate_log(log_path, step)  # records after the checkpoint (or of a run killed before one) go
     cuda = device.type == "cuda"
     if cuda:
         model.to(memory_format=torch.channels_last)

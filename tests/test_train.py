@@ -61,6 +61,15 @@ def test_a_run_folder_is_never_overwritten_or_resumed_with_other_settings(fake_d
     assert (tmp_path / "run/checkpoint.safetensors").read_bytes() == before
 
 
+def test_a_run_killed_before_its_first_checkpoint_restarts_with_a_clean_log(fake_data, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "log.jsonl").write_text(json.dumps({"step": 1, "loss": 99.0}) + "\n")
+    train(tiny(fake_data, 2), out, resume=True, progress=False)
+    records = read_log(out / "log.jsonl")
+    assert [r["step"] for r in records] == [1, 2] and records[0]["loss"] != 99.0
+
+
 def test_exports_match_the_in_memory_model_and_the_evaluator_scores_them(fake_data, tmp_path):
     config = tiny(fake_data, 1)
     model = build_model(config, [0.5, 0.4, 0.3], [0.2, 0.2, 0.25]).eval()
