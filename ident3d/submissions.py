@@ -27,6 +27,7 @@ class Submission:
     sha256: str
     model: Callable[[torch.Tensor], torch.Tensor] | None = None
     embeddings: np.ndarray | None = None
+    arch: str | None = None  # the registered architecture safetensors weights were loaded into
 
     @property
     def self_reported(self) -> bool:
@@ -50,7 +51,8 @@ def load_submission(path: Path, arch: str | None = None) -> Submission:
                                   ) from error
         return Submission(path, "exported-program", sha, model=program.module())
     if suffix == ".safetensors":
-        return Submission(path, "safetensors", sha, model=_from_safetensors(path, arch))
+        model, arch = _from_safetensors(path, arch)
+        return Submission(path, "safetensors", sha, model=model, arch=arch)
     if suffix == ".npy":
         try:
             embeddings = np.load(path, allow_pickle=False)
@@ -61,7 +63,7 @@ def load_submission(path: Path, arch: str | None = None) -> Submission:
                           f".safetensors (with --arch) or .npy. {EXPORT_HELP}")
 
 
-def _from_safetensors(path: Path, arch: str | None) -> torch.nn.Module:
+def _from_safetensors(path: Path, arch: str | None) -> tuple[torch.nn.Module, str]:
     from safetensors import safe_open
     from safetensors.torch import load_file
 
@@ -77,7 +79,7 @@ def _from_safetensors(path: Path, arch: str | None) -> torch.nn.Module:
         model.load_state_dict(load_file(str(path)))
     except RuntimeError as error:
         raise SubmissionError(f"{path}: weights do not fit architecture {arch!r}: {error}") from error
-    return model
+    return model, arch
 
 
 def check_features(h: np.ndarray, n: int, source: str) -> np.ndarray:

@@ -83,6 +83,9 @@ def test_exports_match_the_in_memory_model_and_the_evaluator_scores_them(fake_da
     result = evaluate(pt2, fake_data, progress=False)
     validate_result(result.document)
     assert result.document["model"]["feature_dim"] == 10
+    from_weights = evaluate(weights, fake_data, progress=False).document
+    assert from_weights["model"]["arch"] == "resnet18-contrastive"  # read from the file's metadata
+    assert from_weights["metrics"] == pytest.approx(result.metrics, abs=1e-5)
 
 
 def test_a_finished_run_holds_exports_logs_and_a_valid_result(fake_data, tmp_path):
