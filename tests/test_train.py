@@ -8,7 +8,7 @@ import torch
 from conftest import write_fake_split
 from safetensors import safe_open
 
-from baselines.config import load_preset
+from baselines.config import load_preset, preset_names
 from baselines.train import build_model, export, read_log, train
 from ident3d.datasets import ThreeDIdent
 from ident3d.evaluation import evaluate, validate_result
@@ -128,3 +128,14 @@ def test_cuda_training_with_bf16_autocast_and_channels_last(fake_data, tmp_path)
     assert result["device"].startswith("cuda")
     losses = [r["loss"] for r in read_log(tmp_path / "run/log.jsonl")]
     assert len(losses) == 4 and all(np.isfinite(losses))
+
+
+@pytest.mark.parametrize("preset", preset_names())
+def test_every_preset_trains(preset, tmp_path):
+    write_fake_split(tmp_path / "data", "train", n=40, size=32)  # no test split: no final scoring
+    config = load_preset(preset, data=str(tmp_path / "data"), iterations=2, batch_size=8, log_every=1,
+                         checkpoint_every=1, device="cpu")
+    assert train(config, tmp_path / "run", progress=False) == tmp_path / "run/checkpoint.safetensors"
+    losses = [r["loss"] for r in read_log(tmp_path / "run/log.jsonl")]
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    assert (tmp_path / "run/encoder.pt2").exists()
