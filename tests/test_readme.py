@@ -5,6 +5,7 @@ shows real commands: renders use the preview preset at 64 px with 24 images (a s
 I/1), training runs 2 steps on CPU, downloads come from a fake Zenodo record on 127.0.0.1, and
 leaderboard commands write into the scratch folder instead of the repository. `make demo` is run
 by test_demo.py (as `ident3d demo`) and `make test` is this suite itself; no other line is skipped.
+The hour-long reproduction command sits in a `text` block: it is documented, not CI's to run.
 """
 
 import json
