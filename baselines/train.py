@@ -62,8 +62,9 @@ def build_model(config: TrainConfig, mean: list[float], std: list[float]) -> Enc
 def build_optimizer(config: TrainConfig, model: torch.nn.Module, loss: torch.nn.Module
                     ) -> torch.optim.Adam:
     groups = [{"params": list(model.parameters()), "lr": config.lr}]
-    if any(True for _ in loss.parameters()):
-        groups.append({"params": list(loss.parameters()), "lr": config.loss_lr})
+    loss_parameters = list(loss.parameters())
+    if loss_parameters:
+        groups.append({"params": loss_parameters, "lr": config.loss_lr})
     return torch.optim.Adam(groups)
 
 

@@ -109,6 +109,22 @@ def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "s
     return validate_entry(entry, f"entry {entry_id}")
 
 
+def rescore(result: dict[str, Any], checkpoint: Path, data: Path, tolerance: float = 1e-4) -> dict[str, Any]:
+    """Score ``checkpoint`` again on ``data`` under the result's protocol and split; return the fresh
+    result when every metric matches the submitted one, else raise naming the first that differs."""
+    from ident3d.evaluation import evaluate
+
+    fresh = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
+                     name=result["model"]["name"], progress=False).document
+    for key, submitted in result["metrics"].items():
+        again = fresh["metrics"].get(key)
+        differs = again is not None and submitted is not None and abs(again - submitted) > tolerance
+        if (submitted is None) != (again is None) or differs:
+            raise ResultError(f"field metrics/{key}: the result file says {submitted}, re-scoring "
+                              f"{checkpoint} gives {again}. Fix: submit the result of this checkpoint.")
+    return fresh
+
+
 def write_entry(entry: dict[str, Any], directory: Path = ENTRIES_DIR) -> Path:
     """Write a new entry; an existing ID is refused, never overwritten."""
     validate_entry(entry, f"entry {entry.get('id')}")

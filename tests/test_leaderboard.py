@@ -123,6 +123,38 @@ def test_committed_leaderboard_is_current():
     assert MARKDOWN.exists() and SITE.exists()
 
 
+def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reproduce(tmp_path):
+    import torch
+    from conftest import write_fake_split
+
+    from ident3d.evaluation import evaluate
+
+    write_fake_split(tmp_path, "test", n=40, size=16)
+    program = torch.export.export(torch.nn.Flatten().eval(), (torch.rand(2, 3, 16, 16),),
+                                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+    torch.export.save(program, str(tmp_path / "flat.pt2"))
+    result = evaluate(tmp_path / "flat.pt2", tmp_path, progress=False).document
+    (tmp_path / "good.json").write_text(json.dumps(result))
+    result["metrics"]["linear_r2"] = min(1.0, result["metrics"]["linear_r2"] + 0.1)
+    (tmp_path / "inflated.json").write_text(json.dumps(result))
+    entries = tmp_path / "entries"
+    entries.mkdir()
+
+    def add(name, entry_id):
+        return subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "leaderboard", "add",
+                               str(tmp_path / name), "--id", entry_id, "--checkpoint",
+                               str(tmp_path / "flat.pt2"), "--data", str(tmp_path),
+                               "--entries", str(entries)],
+                              capture_output=True, text=True)
+
+    assert add("good.json", "Doe2026Flat").returncode == 0
+    entry = json.loads((entries / "Doe2026Flat.json").read_text())
+    assert entry["status"] == "verified" and entry["checkpoint_sha256"] == result["model"]["sha256"]
+    refused = add("inflated.json", "Doe2026Inflated")
+    assert refused.returncode == 2 and "metrics/linear_r2" in refused.stderr
+    assert not (entries / "Doe2026Inflated.json").exists()
+
+
 def test_compare_prints_the_rank_without_writing(tmp_path):
     result = tmp_path / "result.json"
     result.write_text(json.dumps(fake_result(0.9, 0.99, protocol="cl-ica-2021")))

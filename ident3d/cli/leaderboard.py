@@ -56,26 +56,9 @@ def _read_result(path: Path) -> dict:
     return document
 
 
-def _verified_result(result: dict, checkpoint: Path, data: Path | None) -> dict:
-    """Re-score the checkpoint; the fresh numbers must match the submitted ones."""
-    from ident3d.errors import ResultError
-    from ident3d.evaluation import evaluate
-
-    if data is None:
-        raise ResultError("--checkpoint needs --data ROOT (the dataset to re-score it on).")
-    fresh = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
-                     name=result["model"]["name"]).document
-    for key, submitted in result["metrics"].items():
-        again = fresh["metrics"].get(key)
-        if (submitted is None) != (again is None) or (again is not None and abs(again - submitted) > 1e-4):
-            raise ResultError(f"metrics/{key}: the result file says {submitted}, re-scoring {checkpoint} "
-                              f"gives {again}. Fix: submit the result of this checkpoint.")
-    return fresh
-
-
 def run(args: argparse.Namespace) -> int:
     from leaderboard.build import MARKDOWN, SITE, build, stale
-    from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, write_entry
+    from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, rescore, write_entry
     from leaderboard.markdown import table_lines
     from leaderboard.ranking import placement
 
@@ -100,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     status = "self-reported"
     if args.checkpoint is not None:
-        result, status = _verified_result(result, args.checkpoint, args.data), "verified"
+        if args.data is None:
+            from ident3d.errors import ResultError
+
+            raise ResultError("--checkpoint needs --data ROOT (the dataset to re-score it on).")
+        result, status = rescore(result, args.checkpoint, args.data), "verified"
     entry = entry_from_result(result, args.id, status=status, name=args.name, authors=args.authors,
                               paper=args.paper, code=args.code, training_data=args.training_data,
                               positives=args.positives, loss=args.loss, model_space=args.model_space,
