@@ -3,8 +3,9 @@
     python -m baselines.reproduction OUT
 
 Reads ``OUT/runs/<variant>-<preset>/result.json`` (ident3d-eval-v1, written by training) and
-``result-cl-ica-2021.json``, and reports the table, the paper's two orderings, and the hue
-latents' R^2 on v2 against legacy data.
+``result-cl-ica-2021.json``, and reports the table (with the training throughput from
+``log.jsonl``), the paper's two orderings, the hue latents' R^2 on v2 against legacy data, and every
+latent's R^2 for every run.
 """
 
 from __future__ import annotations
@@ -26,8 +27,17 @@ def load_runs(out: Path) -> dict[str, dict[str, Any]]:
         if (folder / "result.json").exists() and (folder / "result-cl-ica-2021.json").exists():
             runs[folder.name] = {"v1": json.loads((folder / "result.json").read_text()),
                                  "clica": json.loads((folder / "result-cl-ica-2021.json").read_text()),
-                                 "config": json.loads((folder / "config.json").read_text())}
+                                 "config": json.loads((folder / "config.json").read_text()),
+                                 "log": [json.loads(line) for line in (folder / "log.jsonl").open()]}
     return runs
+
+
+def training_minutes(run: dict[str, Any]) -> tuple[float, float]:
+    """Mean logged images/s and the minutes of training steps it implies (periodic scoring excluded)."""
+    config = run["config"]
+    speed = sum(r["images_per_s"] for r in run["log"]) / len(run["log"])
+    images_per_step = config["batch_size"] * (1 if config["positives"] == "anchors" else 2)
+    return speed, config["iterations"] * images_per_step / speed / 60
 
 
 def pct(value: float | None) -> str:
@@ -49,12 +59,14 @@ def summarize(out: Path) -> str:
     any_config = next(iter(runs.values()))["config"]
     lines = [f"Runs: {any_config['iterations']} steps at batch {any_config['batch_size']} each; test splits "
              f"of {next(iter(runs.values()))['v1']['dataset']['n']} images.\n",
-             "| run | R² (cl-ica-2021) | MCC (cl-ica-2021) | R² (v1) | kernel R² (v1) | MCC (v1) |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| run | R² (cl-ica-2021) | MCC (cl-ica-2021) | R² (v1) | kernel R² (v1) | MCC (v1) "
+             "| images/s | train min |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in runs.items():
         c, v = r["clica"]["metrics"], r["v1"]["metrics"]
+        speed, minutes = training_minutes(r)
         lines.append(f"| {name} | {pct(c['linear_r2'])} | {pct(c['mcc_pearson'])} | {pct(v['linear_r2'])} | "
-                     f"{pct(v['nonlinear_r2'])} | {pct(v['mcc_pearson'])} |")
+                     f"{pct(v['nonlinear_r2'])} | {pct(v['mcc_pearson'])} | {speed:.0f} | {minutes:.1f} |")
     lines += ["", "Orderings of the paper (Table 4):", "",
               "- Box R² well above Sphere R²: "
               f"{ordering(runs, 'v2-normal-box', 'v2-normal-sphere-vmf', 'linear_r2')}",
@@ -70,6 +82,12 @@ def summarize(out: Path) -> str:
                 p = runs[f"{variant}-normal-box"]["v1"]["per_latent"][i]
                 cells.append(f"{pct(p['linear_r2'])} / {pct(p['nonlinear_r2'])}")
             lines.append(f"| {hue} | {cells[0]} | {cells[1]} |")
+        lines.append("")
+    lines += ["Every latent, linear R² under ident3d-eval-v1:", "",
+              "| latent | " + " | ".join(runs) + " |", "|---|" + "---:|" * len(runs)]
+    for i, factor in enumerate(FACTOR_NAMES):
+        lines.append(f"| {factor} | " + " | ".join(pct(r["v1"]["per_latent"][i]["linear_r2"])
+                                                   for r in runs.values()) + " |")
     return "\n".join(lines) + "\n"
 
 
