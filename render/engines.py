@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import shutil
+import tempfile
 from collections.abc import Callable
 
 from ident3d.errors import RenderError
@@ -17,18 +19,25 @@ ENGINES = ("local", "ray")
 
 def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
               on_done: Callable[[int], None]) -> None:
-    """Spawned worker processes each build the scene once and render contiguous chunks."""
+    """Spawned worker processes each build the scene once and render contiguous chunks.
+
+    The pool terminates its workers, so Blender never removes its per-process temp folder; the
+    workers put theirs in one scratch folder that is removed here, even after a failure.
+    """
     if not tasks:
         return
     workers = max(1, min(workers, len(tasks)))
     chunk = max(1, min(8, len(tasks) // (4 * workers)))
     ctx = multiprocessing.get_context("spawn")  # bpy is not fork-safe
-    with ctx.Pool(workers, initializer=init_worker, initargs=(settings,)) as pool:
-        try:
+    scratch = tempfile.mkdtemp(prefix="ident3d-render-")
+    try:
+        with ctx.Pool(workers, initializer=init_worker, initargs=(settings, scratch)) as pool:
             for _ in pool.imap_unordered(render_one, tasks, chunksize=chunk):
                 on_done(1)
-        except Exception as error:  # a worker's exception arrives here, re-raised by the pool
-            raise RenderError(f"a render worker failed: {error!r}") from error
+    except Exception as error:  # a worker's exception arrives here, re-raised by the pool
+        raise RenderError(f"a render worker failed: {error!r}") from error
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_ray(settings: RenderSettings, tasks: list[Task], workers: int, address: str | None,

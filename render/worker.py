@@ -14,10 +14,15 @@ from render.settings import RenderSettings
 _scene = None  # the BlenderScene of this process, built on first use
 
 
-def init_worker(settings: RenderSettings) -> None:
-    """Build the scene once (pool initializer); later calls with other settings rebuild it."""
+def init_worker(settings: RenderSettings, tempdir: str | None = None) -> None:
+    """Build the scene once (pool initializer); later calls with other settings rebuild it.
+
+    ``tempdir``: where Blender makes its session temp folder (it reads TMPDIR when bpy is imported).
+    """
     global _scene
     if _scene is None or _scene.settings != settings:
+        if tempdir is not None:
+            os.environ["TMPDIR"] = tempdir
         from render.blender_scene import BlenderScene
 
         _silence_blender()

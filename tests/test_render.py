@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,6 +52,18 @@ def test_same_job_gives_same_pixels_and_a_full_manifest(tmp_path):
     np.testing.assert_allclose(manifest["image_mean"], a.reshape(-1, 3).mean(0) / 255, atol=1e-5)
     raw = np.load(tmp_path / "a/train/raw_latents.npy")
     assert raw.shape == (6, 10) and raw.dtype == np.float32
+
+
+def test_workers_leave_no_temp_folders(tmp_path, monkeypatch):
+    # Blender makes a blender_XXXXXX folder under TMPDIR in every process; terminated pool workers
+    # never remove theirs, so without the scratch folder each render would leave one per worker.
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    render(tmp_path / "data", n=2, workers=2)
+    assert len(list((tmp_path / "data/train/images").glob("*.png"))) == 2
+    assert list(temp.iterdir()) == []
 
 
 def test_v2_every_latent_changes_the_image_and_legacy_hue_plateau(tmp_path):
