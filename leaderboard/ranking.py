@@ -20,11 +20,13 @@ def table_of(entry: Entry) -> Table:
 
 
 def ranked_tables(entries: list[Entry]) -> dict[Table, list[Entry]]:
-    """Tables in (dataset, protocol) order, each ranked best first."""
+    """Tables with the most entries first (then by dataset and protocol), each ranked best first;
+    the page opens on the first."""
     tables: dict[Table, list[Entry]] = {}
     for entry in entries:
         tables.setdefault(table_of(entry), []).append(entry)
-    return {key: sorted(tables[key], key=rank_key) for key in sorted(tables)}
+    order = sorted(tables, key=lambda key: (-len(tables[key]), key))
+    return {key: sorted(tables[key], key=rank_key) for key in order}
 
 
 def placement(entries: list[Entry], candidate: Entry) -> tuple[int, int, list[Entry]]:

@@ -87,7 +87,7 @@ def reference_readouts(data: Path, models: Path, results: Path, progress: bool) 
 
 
 def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]) -> list[Path]:
-    """The paper's rows plus the demo's, in a leaderboard of the demo's own."""
+    """The committed entries (the paper's rows among them) plus the demo's, in a leaderboard of its own."""
     import shutil
 
     from leaderboard.build import build
@@ -95,8 +95,8 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
 
     entries = folder / "entries"
     entries.mkdir(parents=True, exist_ok=True)
-    for paper_entry in sorted(ENTRIES_DIR.glob("*.json")):
-        shutil.copy(paper_entry, entries / paper_entry.name)
+    for committed in sorted(ENTRIES_DIR.glob("*.json")):
+        shutil.copy(committed, entries / committed.name)
     rows = [  # (id, result file, status, positives, loss, space)
         ("Demo2026Smoke", smoke_result, "verified", "Normal (sigma 0.1)", "InfoNCE, L2", "box"),
         ("Demo2026Pixels", readouts["pixel-readout"], "self-reported", "none", "none (pixels)",
