@@ -8,7 +8,7 @@
 # normal-sphere-vmf on v2 and normal-box on legacy for a fixed number of steps, scores every
 # encoder with both protocols, and writes OUT/REPRODUCTION.md. Every step resumes when re-run.
 # Defaults: 1,200 steps of 128 pairs at lr 1e-3, about 30 minutes per model on 2 CPU cores
-# (1.45 s/step); rendering both variants takes about 17 minutes. Pass DEVICE=cuda on a GPU machine.
+# (1.45 s/step); rendering both variants takes about 14 minutes. Pass DEVICE=cuda on a GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-repro}

@@ -33,9 +33,11 @@ def load_runs(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def training_minutes(run: dict[str, Any]) -> tuple[float, float]:
-    """Mean logged images/s and the minutes of training steps it implies (periodic scoring excluded)."""
+    """Images/s over the whole run and the minutes of training steps it implies (periodic scoring
+    excluded). Every log window holds the same number of steps, so the run's rate is the harmonic
+    mean of the windows' rates."""
     config = run["config"]
-    speed = sum(r["images_per_s"] for r in run["log"]) / len(run["log"])
+    speed = len(run["log"]) / sum(1 / r["images_per_s"] for r in run["log"])
     images_per_step = config["batch_size"] * (1 if config["positives"] == "anchors" else 2)
     return speed, config["iterations"] * images_per_step / speed / 60
 
