@@ -4,6 +4,7 @@ from ``baselines/presets/`` and then by command-line values.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from importlib.resources import files
@@ -64,6 +65,19 @@ class TrainConfig:
         for name in ("iterations", "batch_size", "log_every", "checkpoint_every", "latent_dim"):
             if getattr(self, name) < 1:
                 raise TrainingError(f"config {name} = {getattr(self, name)}; expected a positive integer")
+        for name in ("lr", "loss_lr", "tau", "p"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise TrainingError(f"config {name} = {value!r}; expected a positive number")
+        scales = self.scale if isinstance(self.scale, tuple) else (self.scale,)
+        if not scales or not all(isinstance(v, int | float) and math.isfinite(v) and v > 0
+                                 for v in scales):
+            raise TrainingError(f"config scale = {self.scale!r}; expected a positive number or one "
+                                "positive number per latent")
+        if self.eval_every < 0 or self.eval_images < 2 or self.workers < -1:
+            raise TrainingError(f"config eval_every = {self.eval_every}, eval_images = "
+                                f"{self.eval_images}, workers = {self.workers}; expected eval_every >= 0, "
+                                "eval_images >= 2 and workers >= -1")
         if self.loss != "mse" and self.batch_size < 2:
             raise TrainingError("config batch_size must be at least 2: InfoNCE needs in-batch negatives")
         if self.checkpoint_every % self.log_every:

@@ -14,7 +14,7 @@ import torch
 import torchvision
 from torch import nn
 
-from ident3d.errors import TrainingError
+from ident3d.errors import SubmissionError, TrainingError
 from ident3d.registry import register
 
 ARCH = "resnet18-contrastive"
@@ -95,6 +95,19 @@ class Encoder(nn.Module):
         return self.space(self.head(self.backbone(x)))
 
 
+MAX_LATENT_DIM = 4096  # a config from a submitted file must not allocate without bound
+
+
 @register(ARCH)
 def build_encoder(config: dict[str, Any]) -> Encoder:
-    return Encoder(latent_dim=int(config.get("latent_dim", 10)), space=str(config.get("space", "box")))
+    """Rebuild an Encoder from the config stored in a safetensors file (which may be crafted)."""
+    if not isinstance(config, dict):
+        raise SubmissionError(f"architecture {ARCH}: config must be a JSON object, got {config!r}")
+    dim, space = config.get("latent_dim", 10), config.get("space", "box")
+    if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= MAX_LATENT_DIM:
+        raise SubmissionError(f"architecture {ARCH}: config latent_dim = {dim!r}; expected an integer "
+                              f"in [1, {MAX_LATENT_DIM}]")
+    if space not in OUTPUT_SPACES:
+        raise SubmissionError(f"architecture {ARCH}: config space = {space!r}; expected one of "
+                              f"{', '.join(OUTPUT_SPACES)}")
+    return Encoder(latent_dim=dim, space=space)

@@ -20,7 +20,8 @@ import json
 import logging
 import os
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -84,27 +85,42 @@ def save_checkpoint(path: Path, step: int, config: TrainConfig, model: torch.nn.
         save_file(tensors, str(tmp), metadata=metadata)
 
 
+@contextmanager
+def readable_checkpoint(path: Path) -> Iterator[None]:
+    """Turn any failure to read a checkpoint (truncated, crafted, mismatched) into one clear error."""
+    try:
+        yield
+    except TrainingError:
+        raise
+    except Exception as error:  # safetensors, json and torch raise many types here
+        raise TrainingError(f"{path}: cannot restore this checkpoint ({type(error).__name__}: "
+                            f"{error}). Fix: restore the file, or start again in a new --out."
+                            ) from None
+
+
 def load_checkpoint(path: Path, model: torch.nn.Module, loss: torch.nn.Module,
                     optimizer: torch.optim.Optimizer) -> int:
     """Restore the states in place and return the step the checkpoint was taken after."""
     parts: dict[str, dict[str, torch.Tensor]] = {"model": {}, "loss": {}, "optimizer": {}}
-    with safe_open(str(path), framework="pt") as f:
-        metadata = f.metadata()
-        for key in f.keys():
-            part, name = key.split(".", 1)
-            parts[part][name] = f.get_tensor(key)
-    model.load_state_dict(parts["model"])
-    loss.load_state_dict(parts["loss"])
-    slots: dict[int, dict[str, torch.Tensor]] = {}
-    for name, value in parts["optimizer"].items():
-        index, slot = name.split(".", 1)
-        slots.setdefault(int(index), {})[slot] = value
-    optimizer.load_state_dict({"state": slots, "param_groups": json.loads(metadata["param_groups"])})
-    return int(metadata["step"])
+    with readable_checkpoint(path):
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata()
+            for key in f.keys():
+                part, name = key.split(".", 1)
+                parts[part][name] = f.get_tensor(key)
+        model.load_state_dict(parts["model"])
+        loss.load_state_dict(parts["loss"])
+        slots: dict[int, dict[str, torch.Tensor]] = {}
+        for name, value in parts["optimizer"].items():
+            index, slot = name.split(".", 1)
+            slots.setdefault(int(index), {})[slot] = value
+        optimizer.load_state_dict({"state": slots,
+                                   "param_groups": json.loads(metadata["param_groups"])})
+        return int(metadata["step"])
 
 
 def saved_config(path: Path) -> TrainConfig:
-    with safe_open(str(path), framework="pt") as f:
+    with readable_checkpoint(path), safe_open(str(path), framework="pt") as f:
         return from_json(json.loads(f.metadata()["config"]))
 
 

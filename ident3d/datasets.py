@@ -13,8 +13,10 @@ from PIL import Image, UnidentifiedImageError
 from torchvision.datasets import VisionDataset
 from torchvision.transforms import Normalize
 
-from ident3d.errors import DatasetError
+from ident3d.errors import DatasetError, LatentError
+from ident3d.latents import check_raw_latents
 from ident3d.layout import SplitLayout, padding_width
+from ident3d.npyfile import read_array
 from ident3d.manifest import channel_stats, read_manifest
 
 STATS_SAMPLE = 2000  # images used for mean/std when a published split has no manifest
@@ -43,7 +45,14 @@ class ThreeDIdent(VisionDataset):
                 f"{self.layout.raw_latents} not found: {self.layout.folder} is not a 3DIdent split. "
                 "Fix: render it (`ident3d render`), download it (`ident3d download` or "
                 "download=True), or point root at the folder that holds the split.")
-        self.latents = np.load(self.layout.raw_latents, allow_pickle=False).astype(np.float32)
+        raw = read_array(self.layout.raw_latents, DatasetError, self.layout.repair_command())
+        try:
+            self.latents = check_raw_latents(raw, str(self.layout.raw_latents)).astype(np.float32)
+        except LatentError as error:
+            raise DatasetError(f"{error} ({self.layout.repair_command()})") from None
+        if len(self.latents) == 0:
+            raise DatasetError(f"{self.layout.raw_latents}: the split is empty (0 rows). "
+                               f"Fix: {self.layout.repair_command()}")
         self.manifest: dict[str, Any] | None = (
             read_manifest(self.layout.manifest) if self.layout.manifest.exists() else None)
         self.padding = self.manifest["padding"] if self.manifest else padding_width(len(self))
@@ -65,7 +74,16 @@ class ThreeDIdent(VisionDataset):
     def _packed_array(self) -> np.ndarray:
         # Opened lazily (and dropped when pickled) so DataLoader workers map the file themselves.
         if self._packed is None:
-            self._packed = np.load(self.layout.packed, mmap_mode="r", allow_pickle=False)
+            packed = read_array(self.layout.packed, DatasetError,
+                                f"delete it and run `ident3d pack {self.root} --split {self.split}`",
+                                mmap=True)
+            expected = (len(self), *packed.shape[1:])
+            if packed.dtype != np.uint8 or packed.ndim != 4 or packed.shape != expected \
+                    or packed.shape[-1] != 3:
+                raise DatasetError(f"{self.layout.packed}: shape {packed.shape} {packed.dtype}, "
+                                   f"expected ({len(self)}, H, W, 3) uint8. Fix: delete it and run "
+                                   f"`ident3d pack {self.root} --split {self.split}`")
+            self._packed = packed
         return self._packed
 
     def __getstate__(self) -> dict[str, Any]:
@@ -84,12 +102,10 @@ class ThreeDIdent(VisionDataset):
             with Image.open(path) as im:
                 return np.asarray(im.convert("RGB"))
         except FileNotFoundError:
-            raise DatasetError(f"{path} is missing. Fix: re-run the render command (it resumes) "
-                               "or re-download the split; `ident3d verify` lists every problem."
-                               ) from None
-        except (UnidentifiedImageError, OSError) as error:
-            raise DatasetError(f"{path} cannot be decoded ({error}). Fix: delete it and re-run the "
-                               "render command, or re-download the split.") from error
+            raise DatasetError(f"{path} is missing. Fix: {self.layout.repair_command()}") from None
+        except (UnidentifiedImageError, OSError, ValueError) as error:
+            raise DatasetError(f"{path} cannot be decoded ({error}). "
+                               f"Fix: {self.layout.repair_command()}") from None
 
     def load_batch(self, indices: np.ndarray) -> np.ndarray:
         """Images as uint8 (B, H, W, 3); one fancy-index read when packed."""

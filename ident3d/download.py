@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from ident3d import atomic
 from ident3d.errors import DownloadError
+from ident3d.layout import SplitLayout
 
 DEFAULT_BASE_URL = os.environ.get("IDENT3D_ZENODO_URL", "https://zenodo.org")
 DEFAULT_RECORD = "4502485"
@@ -29,7 +30,7 @@ PINNED_MD5 = {
     "4502485": {"3dident_train.tar": "df132b4dacf04fa28e1c8ca9d2168634",
                 "3dident_test.tar": "35020bca16c9faa80cf0c926d265d678"},
 }
-MARKER = ".download-complete.json"
+MARKER = SplitLayout("", "").download_record.name
 TIMEOUT_S = 10.0
 CHUNK = 1 << 20
 
@@ -112,42 +113,93 @@ def check_md5(path: Path, expected: list[str]) -> str:
     return actual
 
 
-def safe_extract(archive: Path, split: str, root: Path) -> Path:
-    """Extract with tarfile's ``data`` filter (no absolute paths, no ``..``, no escaping links)."""
-    staging = root / ".downloads" / f"extract-{split}"
+def _check_member(member: tarfile.TarInfo) -> None:
+    """3DIdent archives hold regular files and folders only; anything else is refused by name."""
+    name = member.name
+    if name.startswith(("/", "\\")) or ":" in name.split("/")[0] or ".." in name.split("/"):
+        raise tarfile.FilterError(f"member {name!r} has an absolute or escaping path")
+    if not (member.isreg() or member.isdir()):
+        kind = ("a symbolic link" if member.issym() else "a hard link" if member.islnk() else
+                "a device" if member.isdev() else "a FIFO" if member.isfifo() else "not a regular file")
+        raise tarfile.FilterError(f"member {name!r} is {kind}")
+
+
+def _check_tree(folder: Path, root: Path) -> None:
+    """After the move: every entry is a plain file or folder whose real path stays inside root."""
+    real_root = root.resolve()
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_symlink() or not (path.is_file() or path.is_dir()):
+            raise DownloadError(f"{path}: not a plain file or folder after extraction; refused.")
+        if not path.resolve().is_relative_to(real_root):
+            raise DownloadError(f"{path}: resolves outside {root}; refused.")
+
+
+def _file_checksums(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): atomic.sha256_file(p)
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MARKER}
+
+
+def safe_extract(archive: Path, split: str, staging: Path) -> Path:
+    """Extract into ``staging`` (regular files and folders only); return the split folder in it."""
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
         with tarfile.open(archive) as tar:
-            for member in tar.getmembers():
-                # The data filter would silently strip a leading "/"; refuse such archives instead.
-                if member.name.startswith(("/", "\\")) or ":" in member.name.split("/")[0]:
-                    raise tarfile.FilterError(f"absolute path {member.name!r}")
-            tar.extractall(staging, filter="data")
-    except (tarfile.FilterError, tarfile.TarError) as error:
+            members = tar.getmembers()
+            for member in members:
+                _check_member(member)
+            tar.extractall(staging, members=members, filter="data")
+    except (tarfile.FilterError, tarfile.TarError, OSError, EOFError) as error:
         shutil.rmtree(staging, ignore_errors=True)
         raise DownloadError(f"{archive.name}: refused to extract ({error}). The archive is unsafe "
-                            "or corrupt; nothing was written to the dataset.") from error
+                            "or corrupt; nothing was written to the dataset.") from None
+    _check_tree(staging, staging)
     found = [p.parent for p in staging.rglob("raw_latents.npy")]
     if len(found) != 1:
+        shutil.rmtree(staging, ignore_errors=True)
         raise DownloadError(f"{archive.name}: expected one split folder with raw_latents.npy, "
-                            f"found {len(found)}.")
+                            f"found {len(found)}; nothing was written to the dataset.")
+    return found[0]
+
+
+def install_split(staged: Path, root: Path, split: str) -> Path:
+    """Move a complete, checked split into ``<root>/<split>``; an old split there is swapped out
+    atomically and deleted only after the new one is in place."""
     destination = root / split
-    if destination.exists():
-        shutil.rmtree(destination)
-    os.replace(found[0], destination)
-    shutil.rmtree(staging, ignore_errors=True)
+    old = None
+    if destination.exists() or destination.is_symlink():
+        old = root / ".downloads" / f"replaced-{split}"
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(destination, old)
+    try:
+        os.replace(staged, destination)
+    except OSError:
+        if old is not None:
+            os.replace(old, destination)
+        raise
+    _check_tree(destination, root)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
     return destination
 
 
 def download_split(root: Path, split: str, record: str = DEFAULT_RECORD,
                    base_url: str = DEFAULT_BASE_URL, backend: str = "builtin",
-                   progress: bool = True) -> Path:
-    """Download and unpack one split into ``<root>/<split>``; a finished split is a no-op."""
+                   progress: bool = True, overwrite: bool = False) -> Path:
+    """Download and unpack one split into ``<root>/<split>``; a finished download is a no-op.
+
+    Data already at ``<root>/<split>`` is never touched unless ``overwrite``; then it is replaced
+    only once the new split is downloaded, MD5-checked, extracted and checked.
+    """
     root = Path(root)
-    marker = root / split / MARKER
-    if marker.exists():
-        return root / split
+    layout = SplitLayout(root, split)
+    if layout.download_record.exists() and not overwrite:
+        return layout.folder
+    if (layout.folder.exists() or layout.folder.is_symlink()) and not overwrite:
+        raise DownloadError(
+            f"{layout.folder} already exists and was not made by `ident3d download`; it is left "
+            f"untouched. Fix: choose another --root, or add --overwrite to replace it once the new "
+            f"download is complete and verified.")
     key = archive_name(split)
     downloads = root / ".downloads"
     archive = downloads / key
@@ -168,7 +220,23 @@ def download_split(root: Path, split: str, record: str = DEFAULT_RECORD,
     else:
         raise DownloadError(f"unknown backend {backend!r}; expected 'builtin' or 'zenodo-get'")
     md5 = check_md5(archive, expected)
-    folder = safe_extract(archive, split, root)
+    staging = downloads / f"extract-{split}"
+    staged = safe_extract(archive, split, staging)
+    atomic.write_json(staged / MARKER, {"record": record, "file": key, "md5": md5,
+                                        "files": _file_checksums(staged)})
+    folder = install_split(staged, root, split)
+    shutil.rmtree(staging, ignore_errors=True)
     archive.unlink()
-    atomic.write_json(marker, {"record": record, "file": key, "md5": md5})
     return folder
+
+
+def published_split(layout: SplitLayout) -> bool:
+    """True when the split is the published 3DIdent as ``download`` checked it: its record names an
+    archive whose MD5 is the pinned one, and raw_latents.npy is the file that archive held."""
+    try:
+        record = json.loads(layout.download_record.read_text())
+        pinned = PINNED_MD5[DEFAULT_RECORD][archive_name(layout.split)]
+        want = record["files"]["raw_latents.npy"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return record.get("md5") == pinned and atomic.sha256_file(layout.raw_latents) == want

@@ -33,5 +33,9 @@ class ResultError(Ident3dError):
     """A result or leaderboard document that does not match its JSON Schema."""
 
 
+class DeviceError(Ident3dError):
+    """A device that was asked for and is not there (no CUDA, no Cycles GPU backend)."""
+
+
 class TrainingError(Ident3dError, ValueError):
     """A training run that cannot start or resume: bad config, unknown preset, mismatched run folder."""

@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from ident3d import atomic, metrics
 from ident3d.datasets import ThreeDIdent, manifest_summary, to_tensor_batch
-from ident3d.errors import ResultError, SubmissionError
+from ident3d.errors import DatasetError, DeviceError, ResultError, SubmissionError
 from ident3d.latents import FACTOR_NAMES
 from ident3d.submissions import Submission, check_features, load_submission
 
@@ -72,6 +72,22 @@ def validate_result(document: dict[str, Any]) -> None:
     except jsonschema.ValidationError as error:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ResultError(f"result field {where}: {error.message}") from None
+    where = non_finite_field(document)
+    if where is not None:
+        raise ResultError(f"result field {where}: NaN or infinity; every number must be finite.")
+
+
+def non_finite_field(document: Any, where: str = "") -> str | None:
+    """Path of the first NaN or infinite number (JSON Schema lets NaN pass every bound)."""
+    if isinstance(document, float) and not np.isfinite(document):
+        return where or "(top level)"
+    items = (document.items() if isinstance(document, dict) else
+             enumerate(document) if isinstance(document, list) else ())
+    for key, value in items:
+        found = non_finite_field(value, f"{where}/{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.device,
@@ -110,6 +126,15 @@ def _unit(values: np.ndarray | None) -> list[float] | None:
     return None if values is None else [float(np.clip(v, 0.0, 1.0)) for v in values]
 
 
+def _mean(raw: np.ndarray | None, protocol: str) -> float | None:
+    """``ident3d-eval-v1`` averages the clipped per-latent values; ``cl-ica-2021`` averages the raw
+    ones as the original did (a negative R^2 pulls the mean down), then clips the mean."""
+    if raw is None:
+        return None
+    values = np.asarray(raw, np.float64) if protocol == "cl-ica-2021" else np.clip(raw, 0.0, 1.0)
+    return float(np.clip(values.mean(), 0.0, 1.0))
+
+
 def score(z: np.ndarray, h: np.ndarray, protocol: str) -> dict[str, Any]:
     """Split, fit and score per the protocol; returns per-latent lists and split sizes."""
     rng = np.random.default_rng(SPLIT_SEED)
@@ -134,6 +159,21 @@ def score(z: np.ndarray, h: np.ndarray, protocol: str) -> dict[str, Any]:
             "assignment": assign_p}
 
 
+def torch_device(requested: str | None) -> torch.device:
+    """``requested`` (default: CUDA when available) or a DeviceError that names the fix."""
+    try:
+        dev = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
+    except RuntimeError:
+        raise DeviceError(f"--device {requested!r} is not a torch device. Fix: use cpu or cuda."
+                          ) from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise DeviceError(f"--device {requested} was asked for but torch sees no CUDA GPU. "
+                          "Fix: run on a GPU machine, or pass --device cpu.")
+    if dev.type not in ("cpu", "cuda"):
+        raise DeviceError(f"--device {requested}: only cpu and cuda are supported. Fix: use one.")
+    return dev
+
+
 def _versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {"python": platform.python_version()}
     for dist in ("ident3d", "torch", "numpy", "scipy", "faiss-cpu", "safetensors"):
@@ -153,9 +193,12 @@ def evaluate(submission: str | Path | Submission, data_root: str | Path,
     if protocol not in PROTOCOLS:
         raise SubmissionError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
     start = time.perf_counter()
+    dataset = ThreeDIdent(data_root, split)  # cheap checks of the data first, then the model
+    if len(dataset) < 4:
+        raise DatasetError(f"{dataset.layout.folder}: {len(dataset)} images; scoring needs at least 4 "
+                           "(half to fit the read-outs, half to score). Fix: use the whole test split.")
+    dev = torch_device(device)
     sub = submission if isinstance(submission, Submission) else load_submission(Path(submission), arch)
-    dataset = ThreeDIdent(data_root, split)
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     h = _features(sub, dataset, dev, batch_size, progress)
     s = score(dataset.latents.astype(np.float64), h, protocol)
     keys = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
@@ -173,7 +216,7 @@ def evaluate(submission: str | Path | Submission, data_root: str | Path,
         "model": {"name": name or sub.path.stem, "file": sub.path.name, "sha256": sub.sha256,
                   "kind": sub.kind, "arch": sub.arch, "self_reported": sub.self_reported,
                   "feature_dim": int(h.shape[1])},
-        "metrics": {k: (float(np.mean(per[k])) if per[k] else None) for k in keys},
+        "metrics": {k: _mean(s[k], protocol) for k in keys},
         "per_latent": per_latent,
         "matching": [int(a) for a in s["assignment"]],
         "kernel_ridge": s["kernel"],

@@ -13,6 +13,7 @@ import numpy as np
 from scipy import stats
 
 from ident3d.errors import LatentError
+from ident3d.npyfile import is_real_numeric
 
 N_LATENTS = 10
 RAW_LOW, RAW_HIGH = -1.0, 1.0
@@ -69,8 +70,9 @@ def check_raw_latents(z: np.ndarray, what: str = "raw latents", atol: float = 1e
             f"{what}: expected an array of shape (N, {N_LATENTS}), got shape {z.shape}. "
             f"Fix: pass one row of {N_LATENTS} raw latents per image."
         )
-    if not np.issubdtype(z.dtype, np.number):
-        raise LatentError(f"{what}: expected numbers, got dtype {z.dtype}.")
+    if not is_real_numeric(z):
+        raise LatentError(f"{what}: expected real numbers, got dtype {z.dtype}. "
+                          "Fix: save a float array (complex, bool and text are refused).")
     z = z.astype(np.float64, copy=False)
     bad = ~np.isfinite(z) | (z < RAW_LOW - atol) | (z > RAW_HIGH + atol)
     if bad.any():

@@ -7,6 +7,7 @@ plus ``images.npy`` once packed and ``render_job.json`` / ``shards/`` while rend
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,5 +56,20 @@ class SplitLayout:
     def shards(self) -> Path:
         return self.folder / "shards"
 
+    @property
+    def download_record(self) -> Path:
+        """Written by ``ident3d download`` once the split is extracted and its checksums are known."""
+        return self.folder / ".download-complete.json"
+
     def image(self, index: int, width: int) -> Path:
         return self.images / f"{index:0{width}d}.png"
+
+    def repair_command(self) -> str:
+        """The command that really restores this split's missing or broken files."""
+        root, split = shlex.quote(str(self.root)), shlex.quote(self.split)
+        if self.render_job.exists():
+            return f"run `ident3d verify {root} --split {split} --repair` (it re-renders what is broken)"
+        if self.download_record.exists():
+            return f"run `ident3d download --root {root} --split {split} --overwrite`"
+        return ("this split was neither rendered by `ident3d render` nor downloaded by `ident3d "
+                "download`; re-create it the way it was made")

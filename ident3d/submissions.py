@@ -12,6 +12,8 @@ import torch
 
 from ident3d.atomic import sha256_file
 from ident3d.errors import SubmissionError
+from ident3d.export_archive import load_exported_program
+from ident3d.npyfile import is_real_numeric, read_array
 from ident3d.registry import build
 
 PICKLE_SUFFIXES = {".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".bin"}
@@ -44,20 +46,14 @@ def load_submission(path: Path, arch: str | None = None) -> Submission:
                               f"arbitrary code. {EXPORT_HELP}")
     sha = sha256_file(path)
     if suffix == ".pt2":
-        try:
-            program = torch.export.load(str(path))
-        except Exception as error:  # torch raises many types for a bad archive
-            raise SubmissionError(f"{path}: not a torch.export program ({error}). {EXPORT_HELP}"
-                                  ) from error
+        program = load_exported_program(path)
         return Submission(path, "exported-program", sha, model=program.module())
     if suffix == ".safetensors":
         model, arch = _from_safetensors(path, arch)
         return Submission(path, "safetensors", sha, model=model, arch=arch)
     if suffix == ".npy":
-        try:
-            embeddings = np.load(path, allow_pickle=False)
-        except ValueError as error:
-            raise SubmissionError(f"{path}: not a plain numeric .npy array ({error}).") from error
+        embeddings = read_array(path, SubmissionError, "save the features with numpy.save as an "
+                                "(N, d) float array, one row per test image in index order")
         return Submission(path, "embeddings", sha, embeddings=embeddings)
     raise SubmissionError(f"{path}: unknown submission type {suffix!r}; expected .pt2, "
                           f".safetensors (with --arch) or .npy. {EXPORT_HELP}")
@@ -67,33 +63,64 @@ def _from_safetensors(path: Path, arch: str | None) -> tuple[torch.nn.Module, st
     from safetensors import safe_open
     from safetensors.torch import load_file
 
-    with safe_open(str(path), framework="pt") as f:
-        metadata = f.metadata() or {}
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata() or {}
+        config = json.loads(metadata.get("config", "{}"), parse_constant=_refuse_constant)
+        tensors = load_file(str(path))
+    except Exception as error:  # safetensors raises its own error type for a bad header or body
+        raise SubmissionError(f"{path}: not a readable safetensors file ({type(error).__name__}: "
+                              f"{error}). Fix: save the weights with safetensors.torch.save_file."
+                              ) from None
     arch = arch or metadata.get("arch")
     if not arch:
         raise SubmissionError(f"{path}: safetensors weights need --arch NAME (the file's metadata "
                               "names none).")
-    config = json.loads(metadata.get("config", "{}"))
     model = build(arch, config)
     try:
-        model.load_state_dict(load_file(str(path)))
+        model.load_state_dict(tensors)
     except RuntimeError as error:
-        raise SubmissionError(f"{path}: weights do not fit architecture {arch!r}: {error}") from error
+        first = str(error).strip().splitlines()[0:2]
+        raise SubmissionError(f"{path}: weights do not fit architecture {arch!r}: "
+                              f"{' '.join(first)}") from None
     return model, arch
 
 
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not allowed in the config")
+
+
 def check_features(h: np.ndarray, n: int, source: str) -> np.ndarray:
-    """Features must be a finite 2-D array with one row per test image."""
+    """Features as a standardised float64 (N, d) array; refuses anything but finite real numbers.
+
+    Every metric is invariant to a per-feature affine map, so standardising changes no score in
+    exact arithmetic; in floating point it keeps features scaled by 1e-150 or 1e150 (or shifted by
+    a large offset) from under- or overflowing inside the fits.
+    """
     h = np.asarray(h)
-    if h.ndim != 2:
-        raise SubmissionError(f"{source}: expected features of shape (N, d), found shape {h.shape}.")
+    if not is_real_numeric(h):
+        raise SubmissionError(f"{source}: expected real numbers, found dtype {h.dtype}. Fix: return "
+                              "float features (complex, bool, text and records are refused).")
+    if h.ndim != 2 or h.shape[1] < 1:
+        raise SubmissionError(f"{source}: expected features of shape (N, d) with d >= 1, found shape "
+                              f"{h.shape}. Fix: flatten each image's features into one row.")
     if len(h) != n:
         raise SubmissionError(f"{source}: expected {n} rows (one per test image, in index order), "
                               f"found {len(h)}.")
-    if not np.issubdtype(h.dtype, np.number):
-        raise SubmissionError(f"{source}: expected numbers, found dtype {h.dtype}.")
+    h = h.astype(np.float64)
     bad = ~np.isfinite(h)
     if bad.any():
-        row = int(np.argwhere(bad)[0][0])
-        raise SubmissionError(f"{source}: {int(bad.sum())} non-finite values, first in row {row}.")
-    return h.astype(np.float64)
+        row, col = (int(v) for v in np.argwhere(bad)[0])
+        raise SubmissionError(f"{source}: {int(bad.sum())} non-finite values (NaN or infinity), "
+                              f"first at row {row}, column {col}. Fix: submit finite features.")
+    return standardise(h)
+
+
+def standardise(h: np.ndarray) -> np.ndarray:
+    """Zero mean and unit variance per column (constant columns become 0), without overflow."""
+    scale = np.abs(h).max(0)
+    h = h / np.where(scale > 0, scale, 1.0)
+    h = h - h.mean(0)
+    h = h - h.mean(0)  # a second pass removes what rounding left of a large offset
+    std = h.std(0)
+    return h / np.where(std > 0, std, 1.0)

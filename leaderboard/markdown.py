@@ -21,17 +21,40 @@ def percent(value: float | None, std: float | None = None) -> str:
     return f"{text} ± {100 * std:.2f}" if std is not None else text
 
 
+MARKDOWN_SPECIAL = "\\`*_[]|~"  # emphasis, code, links, cell breaks, strikethrough
+HTML_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+
+
+def text(value: str) -> str:
+    """A table cell's text shown verbatim: no HTML, no Markdown, no line break, no cell break."""
+    out = []
+    for c in " ".join(str(value).split()):
+        if c in HTML_ESCAPES:
+            out.append(HTML_ESCAPES[c])
+        elif c in MARKDOWN_SPECIAL:
+            out.append("\\" + c)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def url(value: str) -> str:
+    """A link target that cannot close the link or the cell (the schema allows only http(s))."""
+    return "".join(c if c.isalnum() or c in "-._~:/?#@!$&'*+,;=%" else f"%{ord(c):02X}"
+                   for c in value).replace("&", "%26").replace("'", "%27").replace("*", "%2A")
+
+
 def _link(entry: Entry) -> str:
-    return f"[{entry['name']}]({entry['paper']})" if entry["paper"] else entry["name"]
+    return f"[{text(entry['name'])}]({url(entry['paper'])})" if entry["paper"] else text(entry["name"])
 
 
 def _row(rank: int, entry: Entry) -> str:
     m, s = entry["metrics"], entry.get("metrics_std") or {}
-    cells = [str(rank), f"`{entry['id']}`", _link(entry), entry["positives"], entry["loss"],
-             entry["model_space"], percent(m["linear_r2"], s.get("linear_r2")),
+    cells = [str(rank), f"`{entry['id']}`", _link(entry), text(entry["positives"]), text(entry["loss"]),
+             text(entry["model_space"]), percent(m["linear_r2"], s.get("linear_r2")),
              percent(m.get("mcc_pearson"), s.get("mcc_pearson")), percent(m.get("nonlinear_r2")),
-             entry["status"] + (f" ({entry['footnote']})" if entry["footnote"] else "")]
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+             entry["status"] + (f" ({text(entry['footnote'])})" if entry["footnote"] else "")]
+    return "| " + " | ".join(cells) + " |"
 
 
 def table_lines(table: list[Entry]) -> list[str]:

@@ -24,8 +24,19 @@ def page_data(entries: list[Entry]) -> dict:
             "tables": [list(key) for key in ranked_tables(entries)]}
 
 
+# Inside <script>, "<!--", "</script" or "<script" in a string would end or bend the element;
+# U+2028/9 break older JavaScript parsers. As \\u escapes they are the same JSON strings.
+SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                  "\u2029": "\\u2029"}
+
+
+def script_json(data: object) -> str:
+    """JSON that can sit inside a <script> element whatever its strings hold."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    return "".join(SCRIPT_ESCAPES.get(c, c) for c in text)
+
+
 def render_site(entries: list[Entry]) -> str:
-    data = json.dumps(page_data(entries), sort_keys=True, ensure_ascii=False)
-    data = data.replace("</", "<\\/")  # the JSON sits inside a <script> element
+    data = script_json(page_data(entries))
     template = files("leaderboard").joinpath("page.html").read_text(encoding="utf-8")
     return template.replace("__ENTRIES_JSON__", data)

@@ -74,12 +74,12 @@ def _track_to(obj, target) -> None:
     c.up_axis = "UP_Y"
 
 
-def _configure_device(bpy, scene, device: str) -> None:
-    if device == "cpu":
-        scene.cycles.device = "CPU"
-        return
-    from ident3d.errors import RenderError
+NO_GPU = ("--device gpu: Cycles found no CUDA or OptiX device on this machine. "
+          "Fix: run on a machine with an NVIDIA GPU, or use --device cpu.")
 
+
+def gpu_backend(bpy) -> str | None:
+    """Select the first Cycles GPU backend with a device (OptiX, then CUDA); None when there is none."""
     prefs = bpy.context.preferences.addons["cycles"].preferences
     for backend in ("OPTIX", "CUDA"):
         try:
@@ -87,14 +87,22 @@ def _configure_device(bpy, scene, device: str) -> None:
         except TypeError:
             continue
         prefs.refresh_devices()
-        gpus = [d for d in prefs.devices if d.type == backend]
-        if gpus:
+        if any(d.type == backend for d in prefs.devices):
             for d in prefs.devices:
                 d.use = d.type == backend
-            scene.cycles.device = "GPU"
-            return
-    raise RenderError("--device gpu: Cycles found no CUDA or OptiX device on this machine. "
-                      "Fix: run on a machine with an NVIDIA GPU, or use --device cpu.")
+            return backend
+    return None
+
+
+def _configure_device(bpy, scene, device: str) -> None:
+    if device == "cpu":
+        scene.cycles.device = "CPU"
+        return
+    from ident3d.errors import RenderError
+
+    if gpu_backend(bpy) is None:
+        raise RenderError(NO_GPU)
+    scene.cycles.device = "GPU"
 
 
 class BlenderScene:

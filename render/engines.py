@@ -11,10 +11,21 @@ from collections.abc import Callable
 from ident3d.errors import RenderError
 from ident3d.extras import require
 from render.settings import RenderSettings
-from render.worker import init_worker, render_one, render_tasks
+from render.worker import init_worker, probe_device, render_one, render_tasks
 
 Task = tuple[int, str, dict]
 ENGINES = ("local", "ray")
+
+
+def run(engine: str, settings: RenderSettings, tasks: list[Task], workers: int,
+        address: str | None, on_done: Callable[[int], None]) -> None:
+    """Render ``tasks`` with the named engine."""
+    if engine == "local":
+        run_local(settings, tasks, workers, on_done)
+    elif engine == "ray":
+        run_ray(settings, tasks, workers, address, on_done)
+    else:
+        raise RenderError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
 
 
 def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
@@ -31,13 +42,27 @@ def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
     ctx = multiprocessing.get_context("spawn")  # bpy is not fork-safe
     scratch = tempfile.mkdtemp(prefix="ident3d-render-")
     try:
+        check_device(settings, scratch)
         with ctx.Pool(workers, initializer=init_worker, initargs=(settings, scratch)) as pool:
             for _ in pool.imap_unordered(render_one, tasks, chunksize=chunk):
                 on_done(1)
+    except RenderError:
+        raise
     except Exception as error:  # a worker's exception arrives here, re-raised by the pool
-        raise RenderError(f"a render worker failed: {error!r}") from error
+        raise RenderError(f"a render worker failed ({type(error).__name__}: {error}); finished "
+                          "images are kept. Fix: re-run the same command to resume.") from error
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def check_device(settings: RenderSettings, scratch: str) -> None:
+    """A GPU that is not there is found in one short-lived process, before any worker starts."""
+    if settings.device == "cpu":
+        return
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        problem = pool.apply(probe_device, (settings.device, scratch))
+    if problem:
+        raise RenderError(problem)
 
 
 def run_ray(settings: RenderSettings, tasks: list[Task], workers: int, address: str | None,
@@ -49,6 +74,12 @@ def run_ray(settings: RenderSettings, tasks: list[Task], workers: int, address: 
     if not tasks:
         return
     ray = require("ray")
+    if address is None:  # a local instance renders here: the device must be here too
+        scratch = tempfile.mkdtemp(prefix="ident3d-render-")
+        try:
+            check_device(settings, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     started_here = not ray.is_initialized()
     if started_here:
         local = address is None

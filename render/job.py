@@ -21,6 +21,7 @@ from ident3d.errors import ManifestMismatchError, RenderError
 from ident3d.latents import check_raw_latents, sample_uniform
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import build_manifest, channel_stats, read_manifest
+from ident3d.npyfile import read_array
 from ident3d.scene import get_mapping, scene_latents, scene_params
 from render import engines
 from render.settings import RenderSettings
@@ -62,11 +63,7 @@ def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str,
     """Check every input before anything is written: variant, latents shape, range and finiteness."""
     get_mapping(variant)
     if latents_file is not None:
-        try:
-            raw = np.load(latents_file, allow_pickle=False)
-        except (OSError, ValueError) as error:
-            raise RenderError(f"--latents {latents_file}: cannot read a .npy array ({error}). "
-                              "Fix: save an (N, 10) float array with numpy.save.") from error
+        raw = read_array(latents_file, RenderError, "save an (N, 10) float array with numpy.save")
         raw = check_raw_latents(raw, what=f"--latents {latents_file}").astype(np.float32)
         if n is not None and n != len(raw):
             raise RenderError(f"--n {n} disagrees with --latents {latents_file}, which holds "
@@ -135,7 +132,12 @@ def render_split(job: RenderJob, *, engine: str = "local", workers: int = 1,
     lay = job.layout
     prepare(job)
     if lay.manifest.exists():
-        log.info("%s is complete; nothing to render", lay.folder)
+        broken = [i for i in range(job.n) if not image_is_complete(lay.image(i, job.padding))]
+        if broken:
+            repair_split(lay, broken, engine=engine, workers=workers, ray_address=ray_address,
+                         progress=progress)
+        else:
+            log.info("%s is complete; nothing to render", lay.folder)
         return lay.manifest
     indices = shard_range(job.n, *shard)
     todo = [i for i in indices if not image_is_complete(lay.image(i, job.padding))]
@@ -144,10 +146,7 @@ def render_split(job: RenderJob, *, engine: str = "local", workers: int = 1,
         tasks = [(i, str(lay.image(i, job.padding)), params.row(k)) for k, i in enumerate(todo)]
         with tqdm(total=len(indices), initial=len(indices) - len(todo), unit="img",
                   desc=f"render {lay.split} {shard[0]}/{shard[1]}", disable=not progress) as bar:
-            if engine == "local":
-                engines.run_local(job.settings, tasks, workers, bar.update)
-            else:
-                engines.run_ray(job.settings, tasks, workers, ray_address, bar.update)
+            engines.run(engine, job.settings, tasks, workers, ray_address, bar.update)
     write_shard_record(job, shard, indices)
     return finalize(lay) if shards_complete(lay) else None
 
@@ -217,6 +216,35 @@ def finalize(lay: SplitLayout) -> Path:
         path.unlink()
     lay.shards.rmdir()
     return lay.manifest
+
+
+def repair_split(lay: SplitLayout, indices: list[int], *, engine: str = "local", workers: int = 1,
+                 ray_address: str | None = None, progress: bool = True) -> list[Path]:
+    """Re-render images ``indices`` of a finished split from its manifest and record their new
+    checksums. Pixels of a setting are deterministic, so the manifest's statistics stay valid."""
+    manifest = read_manifest(lay.manifest)
+    if manifest.get("renderer", {}).get("name") != "ident3d.render":
+        raise RenderError(f"{lay.folder} was not rendered by ident3d, so its images cannot be "
+                          "re-rendered. Fix: re-download or re-create the split.")
+    raw = read_array(lay.raw_latents, RenderError, "restore raw_latents.npy; the manifest records its "
+                     "sha256")
+    if atomic.sha256_array(raw) != manifest["raw_latents_sha256"]:
+        raise RenderError(f"{lay.raw_latents}: differs from the latents this split was rendered from "
+                          "(sha256 in manifest.json). Fix: restore the file, or render a new split.")
+    settings = RenderSettings(**manifest["render_settings"])
+    paths = [lay.image(i, manifest["padding"]) for i in indices]
+    params = scene_params(raw[indices], manifest["variant"])
+    tasks = [(i, str(path), params.row(k)) for k, (i, path) in enumerate(zip(indices, paths,
+                                                                             strict=True))]
+    with tqdm(total=len(tasks), unit="img", desc=f"repair {lay.split}", disable=not progress) as bar:
+        engines.run(engine, settings, tasks, workers, ray_address, bar.update)
+    for path in paths:
+        if not image_is_complete(path):
+            raise RenderError(f"{path} is still missing after re-rendering. Fix: re-run.")
+        manifest["files"][path.name] = atomic.sha256_file(path)
+    atomic.write_json(lay.manifest, manifest)
+    log.info("re-rendered %d image(s) of %s (first: %s)", len(paths), lay.folder, paths[0].name)
+    return paths
 
 
 def _version(dist: str) -> str | None:

@@ -9,24 +9,47 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ident3d.errors import Ident3dError, RenderError
 from render.settings import RenderSettings
 
 _scene = None  # the BlenderScene of this process, built on first use
+_startup_error: str | None = None  # why the scene could not be built, reported by render_one
 
 
 def init_worker(settings: RenderSettings, tempdir: str | None = None) -> None:
     """Build the scene once (pool initializer); later calls with other settings rebuild it.
 
     ``tempdir``: where Blender makes its session temp folder (it reads TMPDIR when bpy is imported).
+    A failure is kept and raised by the first task instead: a pool restarts workers whose
+    initializer raises, forever, while a failed task ends the job with the worker's message.
     """
-    global _scene
+    global _scene, _startup_error
     if _scene is None or _scene.settings != settings:
         if tempdir is not None:
             os.environ["TMPDIR"] = tempdir
-        from render.blender_scene import BlenderScene
+        try:
+            from render.blender_scene import BlenderScene
 
-        _silence_blender()
-        _scene = BlenderScene(settings)
+            _silence_blender()
+            _scene = BlenderScene(settings)
+            _startup_error = None
+        except Exception as error:  # bpy missing, no GPU, a broken Blender: all end the job
+            _startup_error = f"{type(error).__name__}: {error}" if not isinstance(
+                error, Ident3dError) else str(error)
+
+
+def probe_device(device: str, tempdir: str) -> str | None:
+    """Run in a throw-away process before any worker starts: None when ``device`` can render."""
+    os.environ["TMPDIR"] = tempdir
+    try:
+        import bpy
+
+        from render.blender_scene import NO_GPU, gpu_backend
+    except ImportError as error:
+        return str(error)
+    if device == "gpu" and gpu_backend(bpy) is None:
+        return NO_GPU
+    return None
 
 
 def _silence_blender() -> None:
@@ -39,6 +62,9 @@ def _silence_blender() -> None:
 def render_one(task: tuple[int, str, dict]) -> int:
     """Render image ``index`` to ``path`` atomically; returns the index."""
     index, path, params = task
+    if _startup_error is not None or _scene is None:
+        raise RenderError(f"a render worker could not start ({_startup_error}); the job stopped and "
+                          "finished images are kept.")
     final = Path(path)
     tmp = final.with_name(f".{final.stem}.{os.getpid()}.tmp.png")
     try:

@@ -151,7 +151,7 @@ def test_closed_port_fails_fast_with_a_clear_error(tmp_path):
                              str(tmp_path), "--split", "test", "--base-url",
                              f"http://127.0.0.1:{port}"], capture_output=True, text=True)
     assert time.perf_counter() - start < 30
-    assert result.returncode == 2 and "cannot reach" in result.stderr
+    assert result.returncode == 1 and "cannot reach" in result.stderr
 
 
 def test_verify_reports_problems(tmp_path):

@@ -90,7 +90,7 @@ def test_pickles_are_never_loaded(data, tmp_path, suffix):
     out = tmp_path / "r.json"
     cli = subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "evaluate", "--data", str(data),
                           "--model", str(bad), "--out", str(out)], capture_output=True, text=True)
-    assert cli.returncode == 2 and "torch.export" in cli.stderr
+    assert cli.returncode == 1 and "torch.export" in cli.stderr
     assert not marker.exists() and not out.exists()
 
 
@@ -112,7 +112,7 @@ def test_bad_outputs_give_submission_error_and_no_file(data, tmp_path):
     cli = subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "evaluate", "--data", str(data),
                           "--model", str(tmp_path / "short.npy"), "--out", str(out)],
                          capture_output=True, text=True)
-    assert cli.returncode == 2 and "300 rows" in cli.stderr and not out.exists()
+    assert cli.returncode == 1 and "300 rows" in cli.stderr and not out.exists()
 
 
 def test_cli_writes_a_valid_result(data, tmp_path):

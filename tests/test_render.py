@@ -155,7 +155,7 @@ def test_bad_latents_are_refused_before_writing(tmp_path, bad, fragment):
         render(tmp_path / "out", n=None, latents=tmp_path / "bad.npy")
     assert not (tmp_path / "out").exists()
     result = cli("--out", str(tmp_path / "out"), "--latents", str(tmp_path / "bad.npy"))
-    assert result.returncode == 2 and fragment.split(",")[0] in result.stderr
+    assert result.returncode == 1 and fragment.split(",")[0] in result.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -195,4 +195,4 @@ def test_traverse_cli_writes_a_labelled_grid_with_one_row_per_latent(tmp_path):
     assert again.returncode == 0 and np.array_equal(np.asarray(Image.open(out).convert("RGB")), grid)
     bad = subprocess.run([sys.executable, "-m", "ident3d.cli", "traverse", "--out", str(tmp_path / "f.jpg")],
                          capture_output=True, text=True)
-    assert bad.returncode == 2 and "f.jpg" in bad.stderr and ".png" in bad.stderr
+    assert bad.returncode == 1 and "f.jpg" in bad.stderr and ".png" in bad.stderr

@@ -21,32 +21,62 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
     """Keep the examples' line breaks and show defaults."""
 
 
+def common_options() -> argparse.ArgumentParser:
+    """Flags accepted before or after the verb; SUPPRESS keeps a flag given before it."""
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    common.add_argument("-q", "--quiet", action="store_true", help="no progress bars, warnings only")
+    common.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    return common
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ident3d",
         description="3DIdent identifiability benchmarks: render, load, evaluate, train, compare.",
         epilog="example:\n  ident3d info --variant v2",
-        formatter_class=HelpFormatter,
+        formatter_class=HelpFormatter, parents=[common_options()],
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars, warnings only")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb in VERBS:
         module = importlib.import_module(f"ident3d.cli.{verb}")
         p = sub.add_parser(verb, help=module.HELP, description=module.HELP,
-                           epilog="example:\n  " + module.EXAMPLE, formatter_class=HelpFormatter)
+                           epilog="example:\n  " + module.EXAMPLE, formatter_class=HelpFormatter,
+                           parents=[common_options()])
         module.add_arguments(p)
         p.set_defaults(run=module.run)
     return parser
 
 
+def describe(error: BaseException) -> str:
+    """One line for an anticipated failure: the package's own errors already name the fix."""
+    if isinstance(error, Ident3dError):
+        return str(error)
+    if isinstance(error, ImportError):
+        return str(error)  # ident3d.extras names the extra to install
+    if isinstance(error, OSError):
+        where = f"{error.filename}: " if error.filename else ""
+        return (f"{where}{error.strerror or error}. Fix: check that the path exists, is the kind "
+                "of file expected, and is writable; then re-run (finished work is kept).")
+    return (f"internal error ({type(error).__name__}: {error}). Re-run with --debug to see the "
+            "traceback, and please report it.")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Exit 0 on success, 1 on a failure (one `error:` line), 2 on a usage error (argparse)."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+    quiet, debug = getattr(args, "quiet", False), getattr(args, "debug", False)
+    args.quiet = quiet
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.run(args) or 0)
-    except Ident3dError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-
-
+    except KeyboardInterrupt:
+        print("error: interrupted. Fix: re-run the same command; finished work is kept.",
+              file=sys.stderr)
+        return 130
+    except Exception as error:
+        if debug:
+            raise
+        message = " ".join(describe(error).split())  # one line, whatever the message held
+        print(f"error: {message}", file=sys.stderr)
+        return 1

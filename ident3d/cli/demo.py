@@ -11,16 +11,18 @@ import argparse
 import json
 from pathlib import Path
 
+from ident3d.cli.arguments import check_output_folder, positive_int
+
 HELP = "render, load, train, evaluate, build a leaderboard and figures on a small dataset (resumable)"
 EXAMPLE = "ident3d demo --out demo-out"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("demo-out"), help="where everything goes")
-    p.add_argument("--n-train", type=int, default=3000)
-    p.add_argument("--n-test", type=int, default=1000)
-    p.add_argument("--iterations", type=int, help="training steps (default: the smoke preset's)")
-    p.add_argument("--workers", type=int, default=2, help="render processes")
+    p.add_argument("--n-train", type=positive_int, default=3000)
+    p.add_argument("--n-test", type=positive_int, default=1000)
+    p.add_argument("--iterations", type=positive_int, help="training steps (default: the smoke preset's)")
+    p.add_argument("--workers", type=positive_int, default=2, help="render processes")
 
 
 def pixel_encoder():
@@ -122,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     from render.settings import resolve_settings
     from render.traverse import render_traversal
 
-    out = args.out.resolve()
+    out = check_output_folder(args.out, "--out").resolve()
     data, progress = out / "data", not args.quiet
     render_data(data, args, progress)
     show_pairs(data)

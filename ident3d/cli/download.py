@@ -16,6 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", default=DEFAULT_BASE_URL,
                    help="Zenodo server (env IDENT3D_ZENODO_URL)")
     p.add_argument("--backend", default="builtin", choices=["builtin", "zenodo-get"])
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing split, only once the new one is downloaded and checked")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,5 +25,5 @@ def run(args: argparse.Namespace) -> int:
 
     for split in ("train", "test") if args.split == "all" else (args.split,):
         print(download_split(args.root, split, args.record, args.base_url, args.backend,
-                             progress=not args.quiet))
+                             progress=not args.quiet, overwrite=args.overwrite))
     return 0

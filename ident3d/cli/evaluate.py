@@ -3,6 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ident3d.cli.arguments import check_output_file, positive_int
+
 HELP = "score an encoder (.pt2, safetensors + --arch, or .npy embeddings) on the test split"
 EXAMPLE = "ident3d evaluate --data data/3dident --model encoder.pt2 --name MyModel --out result.json"
 
@@ -15,13 +17,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protocol", default="ident3d-eval-v1", choices=["ident3d-eval-v1", "cl-ica-2021"])
     p.add_argument("--split", default="test")
     p.add_argument("--device", help="torch device (default: cuda when available)")
-    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--batch-size", type=positive_int, default=256)
     p.add_argument("--out", type=Path, required=True, help="result JSON to write")
 
 
 def run(args: argparse.Namespace) -> int:
     from ident3d.evaluation import evaluate
 
+    check_output_file(args.out, "--out")
     result = evaluate(args.model, args.data, protocol=args.protocol, device=args.device,
                       batch_size=args.batch_size, name=args.name, arch=args.arch,
                       split=args.split, progress=not args.quiet)

@@ -3,6 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ident3d.cli.arguments import check_output_folder, nonnegative_int, positive_int
+
 HELP = "render a 3DIdent split with Blender (resumable; local processes, Ray, or one shard)"
 EXAMPLE = ("ident3d render --out data/3dident --split train --n 1000 --seed 0 --preset standard\n"
            "  ident3d render --out data/3dident --split train --n 250000 --shard 3/64   # Slurm array\n"
@@ -22,15 +24,15 @@ def shard_arg(text: str) -> tuple[int, int]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="dataset root")
     p.add_argument("--split", default="train", help="split folder name (train, test, ...)")
-    p.add_argument("--n", type=int, help="number of images (not needed with --latents)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the uniform latents")
+    p.add_argument("--n", type=positive_int, help="number of images (not needed with --latents)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the uniform latents")
     p.add_argument("--variant", default="v2", choices=["v2", "legacy"], help="scene mapping")
     p.add_argument("--preset", default="standard", choices=["paper", "standard", "preview"])
-    p.add_argument("--resolution", type=int, help="override the preset's image size (px)")
-    p.add_argument("--samples", type=int, help="override the preset's Cycles samples")
+    p.add_argument("--resolution", type=positive_int, help="override the preset's image size (px)")
+    p.add_argument("--samples", type=positive_int, help="override the preset's Cycles samples")
     p.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="Cycles device")
     p.add_argument("--latents", type=Path, help="render these raw latents (.npy, N x 10)")
-    p.add_argument("--workers", type=int, default=1, help="render processes (or Ray CPUs)")
+    p.add_argument("--workers", type=positive_int, default=1, help="render processes (or Ray CPUs)")
     p.add_argument("--engine", default="local", choices=["local", "ray"])
     p.add_argument("--ray-address", help="connect to this Ray cluster instead of starting one")
     p.add_argument("--shard", type=shard_arg, default=(0, 1), metavar="I/N",
@@ -44,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from render.job import finalize, plan_job, render_split
     from render.settings import resolve_settings
 
+    check_output_folder(args.out, "--out")
     if args.finalize:
         print(finalize(SplitLayout(args.out, args.split)))
         return 0

@@ -3,6 +3,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ident3d.cli.arguments import (
+    check_output_folder,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+)
+
 HELP = "train a baseline encoder (ResNet18, the paper's losses) from a preset; exports and scores it"
 EXAMPLE = ("ident3d train --data data/3dident --preset normal-box --out runs/normal-box --device cuda\n"
            "  ident3d train --data demo-out/data --preset smoke --out runs/smoke --resume")
@@ -15,11 +22,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "normal-sphere-vmf, augm-sphere-vmf, supervised, aninfonce, smoke)")
     p.add_argument("--out", type=Path, required=True, help="run folder (checkpoints, logs, exports)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default: the preset's")
-    p.add_argument("--iterations", type=int, help="default: the preset's")
-    p.add_argument("--batch-size", type=int, help="default: the preset's")
-    p.add_argument("--lr", type=float, help="encoder learning rate; default: the preset's")
-    p.add_argument("--seed", type=int, help="default: the preset's (0)")
-    p.add_argument("--workers", type=int, help="DataLoader processes; default: 0 on CPU, up to 8 on CUDA")
+    p.add_argument("--iterations", type=positive_int, help="default: the preset's")
+    p.add_argument("--batch-size", type=positive_int, help="default: the preset's")
+    p.add_argument("--lr", type=positive_float, help="encoder learning rate; default: the preset's")
+    p.add_argument("--seed", type=nonnegative_int, help="default: the preset's (0)")
+    p.add_argument("--workers", type=nonnegative_int, help="DataLoader processes; default: 0 on CPU, up to 8 on CUDA")
     p.add_argument("--compile", action="store_true", default=None, help="torch.compile the encoder")
     p.add_argument("--no-amp", dest="amp", action="store_false", default=None,
                    help="train in float32 on CUDA (default: bf16 autocast)")
@@ -30,6 +37,12 @@ def run(args: argparse.Namespace) -> int:
     from baselines.config import load_preset
     from baselines.train import train
 
+    check_output_folder(args.out, "--out")
+    if args.resume and not (args.out / "config.json").exists():
+        from ident3d.errors import TrainingError
+
+        raise TrainingError(f"--resume {args.out}: no run there to resume (no config.json). "
+                            "Fix: drop --resume to start a new run.")
     config = load_preset(args.preset, data=str(args.data.resolve()), device=args.device,
                          iterations=args.iterations, batch_size=args.batch_size, lr=args.lr,
                          seed=args.seed, workers=args.workers, compile=args.compile, amp=args.amp)

@@ -3,6 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ident3d.cli.arguments import check_output_file, positive_int
+
 HELP = "render a latent-traversal figure: one row per latent swept over its range (Figure 3)"
 EXAMPLE = ("ident3d traverse --out fig.png --variant v2 --steps 7\n"
            "  ident3d traverse --out legacy.png --variant legacy --preset standard --workers 2")
@@ -11,12 +13,12 @@ EXAMPLE = ("ident3d traverse --out fig.png --variant v2 --steps 7\n"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="figure to write (.png)")
     p.add_argument("--variant", default="v2", choices=["v2", "legacy"], help="scene mapping")
-    p.add_argument("--steps", type=int, default=7, help="images per row")
+    p.add_argument("--steps", type=positive_int, default=7, help="images per row")
     p.add_argument("--preset", default="preview", choices=["paper", "standard", "preview"])
-    p.add_argument("--resolution", type=int, help="override the preset's image size (px)")
-    p.add_argument("--samples", type=int, help="override the preset's Cycles samples")
+    p.add_argument("--resolution", type=positive_int, help="override the preset's image size (px)")
+    p.add_argument("--samples", type=positive_int, help="override the preset's Cycles samples")
     p.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="Cycles device")
-    p.add_argument("--workers", type=int, default=1, help="render processes")
+    p.add_argument("--workers", type=positive_int, default=1, help="render processes")
     p.add_argument("--cache", type=Path,
                    help="where the single renders are kept for resuming (default: next to --out)")
 
@@ -28,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out.suffix.lower() != ".png":
         raise RenderError(f"--out {args.out}: the figure is written as PNG. Fix: end the name with .png")
+    check_output_file(args.out, "--out")
     settings = resolve_settings(args.preset, args.resolution, args.samples, device=args.device)
     print(render_traversal(args.out, variant=args.variant, steps=args.steps, settings=settings,
                            cache=args.cache, workers=args.workers, progress=not args.quiet))

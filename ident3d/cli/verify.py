@@ -3,14 +3,40 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = "check a dataset: layout, counts, latent ranges, every image decodes, checksums"
-EXAMPLE = "ident3d verify data/3dident --split test --quick"
+from ident3d.cli.arguments import positive_int
+
+HELP = "check a dataset: layout, counts, latent ranges, every image decodes, checksums; --repair fixes"
+EXAMPLE = ("ident3d verify data/3dident --split test --quick\n"
+           "  ident3d verify data/3dident --split train --repair   # re-render broken images, re-pack")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("root", type=Path, help="dataset root")
     p.add_argument("--split", action="append", help="split to check (repeatable; default: all)")
     p.add_argument("--quick", action="store_true", help="decode a sample of 100 images per split")
+    p.add_argument("--repair", action="store_true",
+                   help="re-render missing or broken images of a rendered split and re-pack a stale "
+                        "images.npy, then check again")
+    p.add_argument("--workers", type=positive_int, default=1, help="render processes for --repair")
+
+
+def repair(root: Path, split: str, report, workers: int, progress: bool) -> None:
+    from ident3d.errors import DatasetError
+    from ident3d.layout import SplitLayout
+
+    lay = SplitLayout(root, split)
+    if report.broken:
+        if not lay.render_job.exists():
+            raise DatasetError(f"{lay.folder}: cannot re-render, it was not rendered by ident3d. "
+                               f"Fix: {lay.repair_command()}")
+        from render.job import repair_split
+
+        repair_split(lay, report.broken, workers=workers, progress=progress)
+    if report.packed_stale:
+        from ident3d.packing import pack_split
+
+        lay.packed.unlink(missing_ok=True)
+        pack_split(root, split, progress=progress)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -18,13 +44,20 @@ def run(args: argparse.Namespace) -> int:
 
     splits = args.split or sorted(p.parent.name for p in args.root.glob("*/raw_latents.npy"))
     if not splits:
-        print(f"{args.root}: no split found (no */raw_latents.npy)")
-        return 1
+        from ident3d.errors import DatasetError
+
+        raise DatasetError(f"{args.root}: no split found (no */raw_latents.npy). Fix: pass the "
+                           "dataset root, the folder that holds train/ and test/.")
     failed = False
     for split in splits:
-        checked, problems = verify_split(args.root, split, args.quick)
-        print(f"{split}: {checked} images checked, {len(problems)} problems")
-        for problem in problems:
+        report = verify_split(args.root, split, args.quick)
+        if args.repair and (report.broken or report.packed_stale):
+            print(f"{split}: repairing {len(report.broken)} image(s)"
+                  + (" and images.npy" if report.packed_stale else ""))
+            repair(args.root, split, report, args.workers, not args.quiet)
+            report = verify_split(args.root, split, args.quick)
+        print(f"{split}: {report.checked} images checked, {len(report.problems)} problems")
+        for problem in report.problems:
             print(f"  - {problem}")
-        failed |= bool(problems)
+        failed |= bool(report.problems)
     return 1 if failed else 0

@@ -1,0 +1,5 @@
+import sys
+
+from ident3d.cli import main
+
+sys.exit(main())

@@ -1,0 +1,72 @@
+"""Argument types that refuse nonsense at the boundary (a usage error, exit 2) and output checks."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+from ident3d.errors import Ident3dError
+
+
+def _number(kind: type, minimum: float, text: str) -> int | float:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    if value < minimum:
+        bound = "a positive number" if minimum > 0 else f"at least {minimum}"
+        raise argparse.ArgumentTypeError(f"expected {bound}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return _number(int, 1, text)
+
+
+def nonnegative_int(text: str) -> int:
+    return _number(int, 0, text)
+
+
+def positive_float(text: str) -> float:
+    value = _number(float, 0.0, text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+class OutputError(Ident3dError):
+    """An output path that cannot be written."""
+
+
+def check_output_file(path: Path, flag: str) -> Path:
+    """Refuse an output file path that is a folder or sits in a folder that cannot be written."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"{flag} {path}: is a folder, expected a file name. "
+                          f"Fix: pass a file path such as {path / 'result.json'}")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {path}: {parent} is not a writable folder. "
+                          "Fix: choose a location you can write to.")
+    return path
+
+
+def check_output_folder(path: Path, flag: str) -> Path:
+    """Refuse an output folder path that is a file or cannot be written."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{flag} {path}: is a file, expected a folder. "
+                          "Fix: pass a folder path (it is created if missing).")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {path}: {existing} is not a writable folder. "
+                          "Fix: choose a location you can write to.")
+    return path
