@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,8 @@ from torchvision.transforms import Normalize
 from ident3d.errors import DatasetError, LatentError
 from ident3d.latents import check_raw_latents
 from ident3d.layout import SplitLayout, padding_width
-from ident3d.npyfile import read_array
 from ident3d.manifest import channel_stats, read_manifest
+from ident3d.readers import read_array
 
 STATS_SAMPLE = 2000  # images used for mean/std when a published split has no manifest
 
@@ -56,7 +55,7 @@ class ThreeDIdent(VisionDataset):
         self.manifest: dict[str, Any] | None = (
             read_manifest(self.layout.manifest) if self.layout.manifest.exists() else None)
         self.padding = self.manifest["padding"] if self.manifest else padding_width(len(self))
-        self.variant = self.manifest["variant"] if self.manifest else "legacy (published)"
+        self.variant = self.manifest["variant"] if self.manifest else "legacy (no manifest)"
         self.is_packed = bool(self.manifest and "packed" in self.manifest
                               and self.layout.packed.exists())
         self._packed: np.ndarray | None = None
@@ -151,7 +150,7 @@ def manifest_summary(root: Path, split: str) -> dict[str, Any]:
     if lay.manifest.exists():
         from ident3d.atomic import sha256_file
 
-        manifest = json.loads(lay.manifest.read_text())
+        manifest = read_manifest(lay.manifest)
         return {"variant": manifest["variant"], "n": manifest["n"],
                 "manifest_sha256": sha256_file(lay.manifest)}
-    return {"variant": "legacy (published)", "n": None, "manifest_sha256": None}
+    return {"variant": "legacy (no manifest)", "n": None, "manifest_sha256": None}

@@ -120,7 +120,7 @@ def _check_member(member: tarfile.TarInfo) -> None:
         raise tarfile.FilterError(f"member {name!r} has an absolute or escaping path")
     if not (member.isreg() or member.isdir()):
         kind = ("a symbolic link" if member.issym() else "a hard link" if member.islnk() else
-                "a device" if member.isdev() else "a FIFO" if member.isfifo() else "not a regular file")
+                "a FIFO" if member.isfifo() else "a device" if member.isdev() else "not a regular file")
         raise tarfile.FilterError(f"member {name!r} is {kind}")
 
 

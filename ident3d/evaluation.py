@@ -30,6 +30,7 @@ from ident3d.datasets import ThreeDIdent, manifest_summary, to_tensor_batch
 from ident3d.errors import DatasetError, DeviceError, ResultError, SubmissionError
 from ident3d.latents import FACTOR_NAMES
 from ident3d.submissions import Submission, check_features, load_submission
+from ident3d.tracks import identify
 
 PROTOCOLS = ("ident3d-eval-v1", "cl-ica-2021")
 RESULT_SCHEMA = "ident3d-result/1"
@@ -211,6 +212,7 @@ def evaluate(submission: str | Path | Submission, data_root: str | Path,
         "schema": RESULT_SCHEMA,
         "protocol": protocol,
         "dataset": {"name": "3dident", "split": split, "variant": summary["variant"],
+                    "track": identify(dataset.layout, dataset.latents, dataset.manifest),
                     "n": len(dataset), "manifest_sha256": summary["manifest_sha256"],
                     "resolution": list(first.shape[:2])},
         "model": {"name": name or sub.path.stem, "file": sub.path.name, "sha256": sub.sha256,

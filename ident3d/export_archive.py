@@ -53,8 +53,9 @@ SYMPY_NAMES = {"Symbol", "Integer", "Rational", "Float", "Add", "Mul", "Pow", "M
                "TruncToInt", "TruncToFloat", "RoundToInt", "ToFloat", "Identity", "CeilToInt",
                "FloorToInt", "Eq", "Ne", "Lt", "Le", "Gt", "Ge", "And", "Or", "Not", "oo", "zoo", "nan",
                "True", "False", "positive", "negative", "integer", "real", "nonnegative", "nonpositive",
-               "finite", "infinite", "zero", "nonzero", "even", "odd", "LShift", "RShift", "BitwiseFn_bitwise_and",
-               "BitwiseFn_bitwise_or", "OpaqueUnaryFn_sqrt", "int_oo", "IntInfinity", "NegativeIntInfinity"}
+               "finite", "infinite", "zero", "nonzero", "even", "odd", "LShift", "RShift",
+               "BitwiseFn_bitwise_and", "BitwiseFn_bitwise_or", "OpaqueUnaryFn_sqrt", "int_oo",
+               "IntInfinity", "NegativeIntInfinity"}
 SYMBOL_NAME = re.compile(r"^[a-z]{1,6}\d+$")
 EXPR_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<number>\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
                         r"|(?P<string>'[^'\\]*')|(?P<op>\*\*|//|[-+*/%(),=<>!]))")
@@ -282,10 +283,9 @@ def load_exported_program(path: Path) -> torch.export.ExportedProgram:
             raise _refuse(path, "member 'archive_format' does not say pt2")
         if "byteorder" in members and read("byteorder").strip() != b"little":
             raise _refuse(path, "member 'byteorder' is not 'little'")
-        _payload_config(path, "weights config", read(f"data/weights/{model}_weights_config.json"),
-                        "weight_")
-        _payload_config(path, "constants config",
-                        read(f"data/constants/{model}_constants_config.json"), "tensor_")
+        for name, prefix in ((f"data/weights/{model}_weights_config.json", "weight_"),
+                             (f"data/constants/{model}_constants_config.json", "tensor_")):
+            _payload_config(path, name, read(name), prefix)
         sample = f"data/sample_inputs/{model}.pt"
         if sample in members:
             _check_sample_inputs(path, sample, read(sample))

@@ -13,7 +13,7 @@ import numpy as np
 from scipy import stats
 
 from ident3d.errors import LatentError
-from ident3d.npyfile import is_real_numeric
+from ident3d.readers import is_real_numeric
 
 N_LATENTS = 10
 RAW_LOW, RAW_HIGH = -1.0, 1.0

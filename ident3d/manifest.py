@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from PIL import Image
 
 from ident3d.errors import DatasetError
 from ident3d.latents import FACTORS
+from ident3d.readers import read_json
 
 MANIFEST_FORMAT = 1
 
@@ -43,12 +43,10 @@ def build_manifest(*, variant: str, n: int, padding: int, renderer: dict[str, An
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
-    try:
-        manifest = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise DatasetError(f"{path}: cannot read the manifest ({error}). Fix: re-run the render "
-                           "command, which rewrites it, or delete it to load as a published layout."
-                           ) from error
+    manifest = read_json(path, DatasetError, "restore it, or re-create the split")
+    if not isinstance(manifest, dict):
+        raise DatasetError(f"{path}: not a manifest (a JSON object). Fix: restore it, or re-create "
+                           "the split.")
     if manifest.get("format_version") != MANIFEST_FORMAT:
         raise DatasetError(f"{path}: manifest format {manifest.get('format_version')!r}, this "
                            f"version of ident3d reads format {MANIFEST_FORMAT}. Fix: upgrade ident3d.")

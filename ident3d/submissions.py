@@ -13,13 +13,14 @@ import torch
 from ident3d.atomic import sha256_file
 from ident3d.errors import SubmissionError
 from ident3d.export_archive import load_exported_program
-from ident3d.npyfile import is_real_numeric, read_array
+from ident3d.readers import is_real_numeric, read_array
 from ident3d.registry import build
 
 PICKLE_SUFFIXES = {".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".bin"}
-EXPORT_HELP = ("Fix: export the encoder with `torch.export.save(torch.export.export(model.eval(), "
-               "(torch.rand(1, 3, 224, 224),)), 'encoder.pt2')`, or save its weights with "
-               "safetensors and pass --arch, or submit embeddings as .npy.")
+EXPORT_HELP = ("Fix: export the encoder with torch.export and a dynamic batch size, as in the README "
+               "(`torch.export.save(torch.export.export(model.eval(), (torch.rand(2, 3, 224, 224),), "
+               "dynamic_shapes=({0: torch.export.Dim.AUTO},)), 'encoder.pt2')`), or save its weights "
+               "with safetensors and pass --arch, or submit embeddings as .npy.")
 
 
 @dataclass
@@ -39,7 +40,8 @@ class Submission:
 def load_submission(path: Path, arch: str | None = None) -> Submission:
     path = Path(path)
     if not path.is_file():
-        raise SubmissionError(f"{path}: no such file.")
+        raise SubmissionError(f"{path}: no such file. Fix: pass the path of your exported encoder "
+                              "(.pt2), weights (.safetensors) or embeddings (.npy).")
     suffix = path.suffix.lower()
     if suffix in PICKLE_SUFFIXES:
         raise SubmissionError(f"{path}: pickle-based files are refused because loading them runs "
@@ -76,7 +78,10 @@ def _from_safetensors(path: Path, arch: str | None) -> tuple[torch.nn.Module, st
     if not arch:
         raise SubmissionError(f"{path}: safetensors weights need --arch NAME (the file's metadata "
                               "names none).")
-    model = build(arch, config)
+    try:
+        model = build(arch, config)
+    except SubmissionError as error:
+        raise SubmissionError(f"{path}: {error}") from None
     try:
         model.load_state_dict(tensors)
     except RuntimeError as error:
@@ -106,7 +111,7 @@ def check_features(h: np.ndarray, n: int, source: str) -> np.ndarray:
                               f"{h.shape}. Fix: flatten each image's features into one row.")
     if len(h) != n:
         raise SubmissionError(f"{source}: expected {n} rows (one per test image, in index order), "
-                              f"found {len(h)}.")
+                              f"found {len(h)}. Fix: encode every image of the test split.")
     h = h.astype(np.float64)
     bad = ~np.isfinite(h)
     if bad.any():

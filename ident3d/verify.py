@@ -12,7 +12,7 @@ from ident3d.errors import DatasetError, Ident3dError, LatentError
 from ident3d.latents import check_raw_latents
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import read_manifest
-from ident3d.npyfile import read_array
+from ident3d.readers import read_array
 
 QUICK_SAMPLE = 100
 

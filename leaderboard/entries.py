@@ -14,6 +14,7 @@ from typing import Any
 from ident3d import atomic
 from ident3d.errors import ResultError
 from ident3d.evaluation import validate_result
+from ident3d.readers import read_json
 
 ENTRY_SCHEMA = "ident3d-leaderboard-entry/1"
 STATUSES = ("verified", "self-reported", "reported-in-paper")
@@ -58,10 +59,7 @@ def load_entries(directory: Path = ENTRIES_DIR) -> list[dict[str, Any]]:
     """Every entry of ``directory``, validated, sorted by ID; an entry's ID must be its file name."""
     entries = []
     for path in sorted(Path(directory).glob("*.json")):
-        try:
-            entry = json.loads(path.read_text())
-        except json.JSONDecodeError as error:
-            raise ResultError(f"{path}: not valid JSON ({error})") from None
+        entry = read_json(path, ResultError, "fix or remove this entry file")
         validate_entry(entry, str(path))
         if entry["id"] != path.stem:
             raise ResultError(f"{path}: field id: {entry['id']!r} must equal the file name "
@@ -73,8 +71,10 @@ def load_entries(directory: Path = ENTRIES_DIR) -> list[dict[str, Any]]:
 def dataset_key(result: dict[str, Any]) -> str:
     """The table a result belongs in: variant, resolution and the test split's manifest."""
     d = result["dataset"]
-    if d["manifest_sha256"] is None:
-        return "3dident-published"
+    if d.get("track"):
+        return d["track"]
+    if d["manifest_sha256"] is None:  # results from before tracks: never the published table
+        return "custom:unknown"
     size = "x".join(str(v) for v in d.get("resolution", [])) or "?"
     return f"3dident-{d['variant']}-{size}px-{d['split']}-{d['manifest_sha256'][:8]}"
 

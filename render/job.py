@@ -6,7 +6,6 @@ only what is missing and ends with the same dataset as an uninterrupted run.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -21,7 +20,7 @@ from ident3d.errors import ManifestMismatchError, RenderError
 from ident3d.latents import check_raw_latents, sample_uniform
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import build_manifest, channel_stats, read_manifest
-from ident3d.npyfile import read_array
+from ident3d.readers import read_array, read_json
 from ident3d.scene import get_mapping, scene_latents, scene_params
 from render import engines
 from render.settings import RenderSettings
@@ -76,6 +75,15 @@ def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str,
                      str(latents_file) if latents_file else None)
 
 
+def _read(path: Path) -> dict:
+    document = read_json(path, RenderError, "restore it, or delete the split folder and render it "
+                         "again (a job record is written by `ident3d render`)")
+    if not isinstance(document, dict) or not isinstance(document.get("n", 0), int):
+        raise RenderError(f"{path}: not a render job record. Fix: restore it, or delete the split "
+                          "folder and render it again.")
+    return document
+
+
 def _differences(old: dict, new: dict) -> list[str]:
     return [f"{k}: on disk {old.get(k)!r}, now {new.get(k)!r}" for k in new if old.get(k) != new[k]]
 
@@ -85,7 +93,7 @@ def prepare(job: RenderJob) -> None:
     lay = job.layout
     spec = job.spec()
     if lay.render_job.exists():
-        old = json.loads(lay.render_job.read_text())
+        old = _read(lay.render_job)
         diff = _differences(old, spec)
         if diff:
             raise ManifestMismatchError(
@@ -169,11 +177,11 @@ def write_shard_record(job: RenderJob, shard: tuple[int, int], indices: range) -
 
 
 def _records(lay: SplitLayout) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(lay.shards.glob("shard-*.json"))]
+    return [_read(p) for p in sorted(lay.shards.glob("shard-*.json"))]
 
 
 def shards_complete(lay: SplitLayout) -> bool:
-    n = json.loads(lay.render_job.read_text())["n"]
+    n = _read(lay.render_job)["n"]
     covered = np.zeros(n, dtype=bool)
     for r in _records(lay):
         covered[r["start"]:r["stop"]] = True
@@ -187,7 +195,7 @@ def finalize(lay: SplitLayout) -> Path:
         return lay.manifest
     if not lay.render_job.exists():
         raise RenderError(f"{lay.folder}: no render job to finalize. Fix: run `ident3d render` first.")
-    spec = json.loads(lay.render_job.read_text())
+    spec = _read(lay.render_job)
     if not shards_complete(lay):
         raise RenderError(f"{lay.folder}: some shards are not rendered yet "
                           f"({len(_records(lay))} records in {lay.shards}). Fix: render them, then "

@@ -7,75 +7,15 @@ import socket
 import subprocess
 import sys
 import tarfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_fake_split
+from conftest import FakeZenodo, make_tar, write_fake_split
 
 from ident3d.datasets import ThreeDIdent
 from ident3d.download import MARKER, download_split
 from ident3d.errors import DownloadError
-
-
-def make_tar(folder: Path, arcname: str) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.add(folder, arcname=arcname)
-    return buffer.getvalue()
-
-
-class FakeZenodo:
-    def __init__(self, files: dict[str, bytes], record: str = "999", md5: dict | None = None):
-        self.files, self.record = files, record
-        self.md5 = md5 or {k: hashlib.md5(v).hexdigest() for k, v in files.items()}
-        self.drop_first = set()
-        self.bytes_sent = 0
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                if self.path == f"/api/records/{fake.record}":
-                    body = json.dumps({"id": fake.record, "files": [
-                        {"key": k, "size": len(v), "checksum": f"md5:{fake.md5[k]}",
-                         "links": {"self": f"{fake.url}/files/{k}"}}
-                        for k, v in fake.files.items()]}).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                    return
-                key = self.path.rsplit("/", 1)[-1]
-                data = fake.files[key]
-                start = 0
-                if "Range" in self.headers:
-                    start = int(self.headers["Range"].split("=")[1].split("-")[0])
-                    self.send_response(206)
-                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
-                else:
-                    self.send_response(200)
-                self.send_header("Content-Length", str(len(data) - start))
-                self.end_headers()
-                payload = data[start:]
-                if key in fake.drop_first:
-                    fake.drop_first.discard(key)
-                    payload = payload[: len(payload) // 2]
-                    self.close_connection = True
-                self.wfile.write(payload)
-                fake.bytes_sent += len(payload)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
 
 
 @pytest.fixture
@@ -165,3 +105,66 @@ def test_verify_reports_problems(tmp_path):
     assert bad.returncode == 1
     assert "07.png: cannot be decoded" in bad.stdout and "12.png: missing" in bad.stdout
     assert "29 PNG files, expected 30" in bad.stdout
+
+
+def test_an_existing_split_is_never_replaced_and_overwrite_swaps_only_after_success(tmp_path, archive):
+    root = tmp_path / "data"
+    write_fake_split(root, "test", n=7)  # the user's own renders
+    before = sorted((p.name, p.read_bytes()) for p in (root / "test").rglob("*") if p.is_file())
+    bad = FakeZenodo({"3dident_test.tar": archive}, md5={"3dident_test.tar": "0" * 32})
+    good = FakeZenodo({"3dident_test.tar": archive})
+    try:
+        with pytest.raises(DownloadError, match="already exists"):
+            download_split(root, "test", record="999", base_url=good.url, progress=False)
+        with pytest.raises(DownloadError, match="MD5"):  # a failed overwrite keeps the old split
+            download_split(root, "test", record="999", base_url=bad.url, progress=False, overwrite=True)
+        after = sorted((p.name, p.read_bytes()) for p in (root / "test").rglob("*") if p.is_file())
+        assert after == before
+        download_split(root, "test", record="999", base_url=good.url, progress=False, overwrite=True)
+    finally:
+        bad.close()
+        good.close()
+    assert len(ThreeDIdent(root, "test")) == 20
+    assert not (root / ".downloads" / "replaced-test").exists()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "fifo", "device"])
+def test_links_devices_and_fifos_are_refused_and_nothing_lands(tmp_path, kind):
+    from hostile import tar_with
+
+    server = FakeZenodo({"3dident_test.tar": tar_with(kind)})
+    try:
+        with pytest.raises(DownloadError, match=f"is a {'FIFO' if kind == 'fifo' else ''}"):
+            download_split(tmp_path, "test", record="999", base_url=server.url, progress=False)
+    finally:
+        server.close()
+    assert not (tmp_path / "test").exists()
+
+
+def test_only_a_split_matching_the_published_checksums_counts_as_published(tmp_path, archive, monkeypatch):
+    from ident3d import download
+    from ident3d.evaluation import evaluate
+    from ident3d.layout import SplitLayout
+
+    # Without a manifest a split is custom data, whatever its layout looks like.
+    write_fake_split(tmp_path / "mine", "test", n=20, manifest=False)
+    np.save(tmp_path / "z.npy", np.load(tmp_path / "mine/test/raw_latents.npy"))
+    mine = evaluate(tmp_path / "z.npy", tmp_path / "mine", progress=False).document
+    assert mine["dataset"]["track"].startswith("custom:")
+
+    # A download whose archive has the pinned MD5 of the published record is the published split.
+    md5 = hashlib.md5(archive).hexdigest()
+    monkeypatch.setitem(download.PINNED_MD5, download.DEFAULT_RECORD, {"3dident_test.tar": md5})
+    server = FakeZenodo({"3dident_test.tar": archive}, record=download.DEFAULT_RECORD)
+    try:
+        download_split(tmp_path / "pub", "test", base_url=server.url, progress=False)
+    finally:
+        server.close()
+    assert download.published_split(SplitLayout(tmp_path / "pub", "test"))
+    np.save(tmp_path / "z.npy", np.load(tmp_path / "pub/test/raw_latents.npy"))
+    assert evaluate(tmp_path / "z.npy", tmp_path / "pub", progress=False).document["dataset"]["track"] \
+        == "3dident-published"
+    latents = np.load(tmp_path / "pub/test/raw_latents.npy")
+    latents[0, 0] = 0.0  # one changed value: no longer the published data
+    np.save(tmp_path / "pub/test/raw_latents.npy", latents)
+    assert not download.published_split(SplitLayout(tmp_path / "pub", "test"))

@@ -129,3 +129,87 @@ def test_cli_writes_a_valid_result(data, tmp_path):
     document["metrics"]["linear_r2"] = 1.5
     with pytest.raises(ResultError, match="metrics/linear_r2"):
         validate_result(document)
+
+
+def test_a_crafted_pt2_runs_code_in_torch_export_load_but_never_in_ident3d(data, tmp_path):
+    from hostile import quiet_sample_inputs, rewrite_zip
+
+    marker = tmp_path / "pwned"
+    evil = rewrite_zip(export(tmp_path, ColourEncoder()), tmp_path / "quiet.pt2",
+                       {"data/sample_inputs/model.pt": quiet_sample_inputs(marker, 16)})
+    # torch's own loader runs the payload and loads the model as if nothing happened
+    torch_load = subprocess.run([sys.executable, "-c", "import sys, torch; p = torch.export.load(sys.argv[1]);"
+                                 " print(p.module()(torch.rand(2, 3, 16, 16)).shape)", str(evil)],
+                                capture_output=True, text=True)
+    assert torch_load.returncode == 0 and marker.exists(), torch_load.stderr[-500:]
+    marker.unlink()
+    with pytest.raises(SubmissionError, match="sample_inputs"):
+        evaluate(evil, data, progress=False)
+    assert not marker.exists()
+
+
+def test_the_readme_export_recipe_loads_without_unpickling_and_scores(data, tmp_path):
+    from ident3d.export_archive import load_exported_program, no_unpickling
+
+    auto = torch.export.Dim.AUTO
+    program = torch.export.export(ColourEncoder().eval(), (torch.rand(2, 3, 16, 16),),
+                                  dynamic_shapes=({0: auto, 2: auto, 3: auto},))
+    torch.export.save(program, str(tmp_path / "encoder.pt2"))
+    with no_unpickling(), pytest.raises(SubmissionError, match="unpickle"):
+        pickle.loads(pickle.dumps(1))
+    loaded = load_exported_program(tmp_path / "encoder.pt2").module()
+    x = torch.rand(5, 3, 16, 16)
+    torch.testing.assert_close(loaded(x), ColourEncoder()(x))
+    assert evaluate(tmp_path / "encoder.pt2", data, progress=False).metrics["linear_r2"] > 0.2
+
+
+@pytest.mark.parametrize("change", ["scale", "offset"])
+def test_metrics_do_not_move_when_features_are_scaled_or_shifted(data, tmp_path, change):
+    z = np.load(data / "test/raw_latents.npy").astype(np.float64)
+    rng = np.random.default_rng(0)
+    h = np.tanh(z @ rng.normal(size=(10, 12))) + 0.05 * rng.normal(size=(300, 12))
+    np.save(tmp_path / "base.npy", h)
+    base = evaluate(tmp_path / "base.npy", data, progress=False).document
+    factors = [1e-150, 1e-30, 1e30, 1e150] if change == "scale" else [-1e6, -3.5, 7e4, 1e6]
+    for factor in factors:
+        np.save(tmp_path / "moved.npy", h * factor if change == "scale" else h + factor)
+        moved = evaluate(tmp_path / "moved.npy", data, progress=False).document
+        for key, value in base["metrics"].items():
+            assert abs(moved["metrics"][key] - value) <= 1e-9, (factor, key)
+        for a, b in zip(base["per_latent"], moved["per_latent"], strict=True):
+            assert abs(a["linear_r2"] - b["linear_r2"]) <= 1e-9 and abs(a["mcc_pearson"] - b["mcc_pearson"]) <= 1e-9
+
+
+def test_the_true_latents_times_a_huge_constant_still_score_one(data, tmp_path):
+    z = np.load(data / "test/raw_latents.npy").astype(np.float64)
+    np.save(tmp_path / "huge.npy", z * 1e200)
+    r = evaluate(tmp_path / "huge.npy", data, progress=False)
+    assert r.metrics["mcc_pearson"] == pytest.approx(1.0) and r.metrics["linear_r2"] == pytest.approx(1.0)
+
+
+def test_non_finite_numbers_never_pass_the_result_schema(data, tmp_path):
+    np.save(tmp_path / "true.npy", np.load(data / "test/raw_latents.npy"))
+    document = evaluate(tmp_path / "true.npy", data, progress=False).document
+    for path, bad in ((("metrics", "linear_r2"), float("nan")), (("per_latent", 3, "mcc_pearson"), float("inf")),
+                      (("wall_time_s",), float("nan"))):
+        broken = json.loads(json.dumps(document))
+        target = broken
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = bad
+        with pytest.raises(ResultError, match="/".join(str(p) for p in path)):
+            validate_result(broken)
+
+
+def test_cl_ica_mean_keeps_negative_r2_as_the_original_did(data, tmp_path):
+    from ident3d.evaluation import score
+
+    z = np.load(data / "test/raw_latents.npy").astype(np.float64)
+    h = np.concatenate([z[:, :5], np.random.default_rng(1).normal(size=(300, 40))], axis=1)
+    np.save(tmp_path / "half.npy", h)
+    raw = score(z, h, "cl-ica-2021")["linear_r2"]
+    assert (raw < 0).any(), "40 noise features over 150 fit points should overfit some latents"
+    r = evaluate(tmp_path / "half.npy", data, protocol="cl-ica-2021", progress=False)
+    assert r.metrics["linear_r2"] == pytest.approx(max(0.0, raw.mean()), abs=1e-12)
+    v1 = evaluate(tmp_path / "half.npy", data, progress=False)
+    assert v1.metrics["linear_r2"] == pytest.approx(np.mean([p["linear_r2"] for p in v1.document["per_latent"]]))

@@ -5,37 +5,32 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from ident3d.errors import Ident3dError
 
 
-def _number(kind: type, minimum: float, text: str) -> int | float:
+def _number(kind: type, text: str, acceptable: Callable[[float], bool], wanted: str) -> int | float:
     try:
         value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
-    if isinstance(value, float) and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    if value < minimum:
-        bound = "a positive number" if minimum > 0 else f"at least {minimum}"
-        raise argparse.ArgumentTypeError(f"expected {bound}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}") from None
+    if not (math.isfinite(value) and acceptable(value)):
+        raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
     return value
 
 
 def positive_int(text: str) -> int:
-    return _number(int, 1, text)
+    return _number(int, text, lambda v: v >= 1, "a positive integer")
 
 
 def nonnegative_int(text: str) -> int:
-    return _number(int, 0, text)
+    return _number(int, text, lambda v: v >= 0, "an integer >= 0")
 
 
 def positive_float(text: str) -> float:
-    value = _number(float, 0.0, text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+    return _number(float, text, lambda v: v > 0, "a positive finite number")
 
 
 class OutputError(Ident3dError):

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 HELP = "build the leaderboard (LEADERBOARD.md and the web page), add a result, or see where it ranks"
@@ -44,11 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _read_result(path: Path) -> dict:
     from ident3d.errors import ResultError
     from ident3d.evaluation import validate_result
+    from ident3d.readers import read_json
 
-    try:
-        document = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise ResultError(f"{path}: cannot read a result JSON file ({error}).") from None
+    document = read_json(path, ResultError, "pass the result file written by `ident3d evaluate`")
     try:
         validate_result(document)
     except ResultError as error:

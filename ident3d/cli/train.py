@@ -26,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=positive_int, help="default: the preset's")
     p.add_argument("--lr", type=positive_float, help="encoder learning rate; default: the preset's")
     p.add_argument("--seed", type=nonnegative_int, help="default: the preset's (0)")
-    p.add_argument("--workers", type=nonnegative_int, help="DataLoader processes; default: 0 on CPU, up to 8 on CUDA")
+    p.add_argument("--workers", type=nonnegative_int,
+                   help="DataLoader processes; default: 0 on CPU, up to 8 on CUDA")
     p.add_argument("--compile", action="store_true", default=None, help="torch.compile the encoder")
     p.add_argument("--no-amp", dest="amp", action="store_false", default=None,
                    help="train in float32 on CUDA (default: bf16 autocast)")
