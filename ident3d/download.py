@@ -25,14 +25,21 @@ from ident3d.layout import SplitLayout
 
 DEFAULT_BASE_URL = os.environ.get("IDENT3D_ZENODO_URL", "https://zenodo.org")
 DEFAULT_RECORD = "4502485"
-# MD5 sums of record 4502485 (REFERENCE.md section 4), checked besides the record's own.
-PINNED_MD5 = {
-    "4502485": {"3dident_train.tar": "df132b4dacf04fa28e1c8ca9d2168634",
-                "3dident_test.tar": "35020bca16c9faa80cf0c926d265d678"},
-}
 MARKER = SplitLayout("", "").download_record.name
 TIMEOUT_S = 10.0
 CHUNK = 1 << 20
+
+
+def pinned_md5(record: str, key: str) -> str | None:
+    """The MD5 that the published track pins for an archive of the published record."""
+    if record != DEFAULT_RECORD:
+        return None
+    from ident3d.tracks import PUBLISHED, tracks
+
+    for spec in tracks()[PUBLISHED].splits.values():
+        if spec.archive == key:
+            return spec.md5
+    return None
 
 
 def archive_name(split: str) -> str:
@@ -207,14 +214,14 @@ def download_split(root: Path, split: str, record: str = DEFAULT_RECORD,
         from ident3d.extras import require
 
         require("zenodo_get").download(record=record, output_dir=downloads, file_glob=key, md5=True)
-        expected = [v for v in [PINNED_MD5.get(record, {}).get(key)] if v]
+        expected = [v for v in [pinned_md5(record, key)] if v]
     elif backend == "builtin":
         record_json = fetch_record(record, base_url)
         entry = _file_entry(record_json, key, record)
         if not archive.exists():
             fetch_file(entry["links"]["self"], archive, entry.get("size"), progress)
         expected = [entry["checksum"].split(":", 1)[-1]] if entry.get("checksum") else []
-        pinned = PINNED_MD5.get(record, {}).get(key)
+        pinned = pinned_md5(record, key)
         if pinned:
             expected.append(pinned)
     else:
@@ -222,21 +229,10 @@ def download_split(root: Path, split: str, record: str = DEFAULT_RECORD,
     md5 = check_md5(archive, expected)
     staging = downloads / f"extract-{split}"
     staged = safe_extract(archive, split, staging)
-    atomic.write_json(staged / MARKER, {"record": record, "file": key, "md5": md5,
+    atomic.write_json(staged / MARKER, {"record": record, "base_url": base_url, "file": key, "md5": md5,
                                         "files": _file_checksums(staged)})
     folder = install_split(staged, root, split)
     shutil.rmtree(staging, ignore_errors=True)
     archive.unlink()
     return folder
 
-
-def published_split(layout: SplitLayout) -> bool:
-    """True when the split is the published 3DIdent as ``download`` checked it: its record names an
-    archive whose MD5 is the pinned one, and raw_latents.npy is the file that archive held."""
-    try:
-        record = json.loads(layout.download_record.read_text())
-        pinned = PINNED_MD5[DEFAULT_RECORD][archive_name(layout.split)]
-        want = record["files"]["raw_latents.npy"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    return record.get("md5") == pinned and atomic.sha256_file(layout.raw_latents) == want

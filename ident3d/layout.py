@@ -6,6 +6,7 @@ plus ``images.npy`` once packed and ``render_job.json`` / ``shards/`` while rend
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 from dataclasses import dataclass
@@ -64,12 +65,27 @@ class SplitLayout:
     def image(self, index: int, width: int) -> Path:
         return self.images / f"{index:0{width}d}.png"
 
+    def _source(self) -> str:
+        """The --record and --base-url a download came from, when they are not the defaults."""
+        try:
+            record = json.loads(self.download_record.read_text())
+        except (OSError, ValueError):
+            return ""
+        if not isinstance(record, dict):
+            return ""
+        flags = ""
+        if record.get("record") not in (None, "4502485"):
+            flags += f" --record {shlex.quote(str(record['record']))}"
+        if record.get("base_url") not in (None, "https://zenodo.org"):
+            flags += f" --base-url {shlex.quote(str(record['base_url']))}"
+        return flags
+
     def repair_command(self) -> str:
         """The command that really restores this split's missing or broken files."""
         root, split = shlex.quote(str(self.root)), shlex.quote(self.split)
         if self.render_job.exists():
             return f"run `ident3d verify {root} --split {split} --repair` (it re-renders what is broken)"
         if self.download_record.exists():
-            return f"run `ident3d download --root {root} --split {split} --overwrite`"
+            return f"run `ident3d download --root {root} --split {split}{self._source()} --overwrite`"
         return ("this split was neither rendered by `ident3d render` nor downloaded by `ident3d "
                 "download`; re-create it the way it was made")

@@ -41,6 +41,10 @@ def validate_entry(entry: Any, source: str) -> dict[str, Any]:
         except ResultError as error:
             raise ResultError(f"{source}: field result/{str(error).removeprefix('result field ')}"
                               ) from None
+        scored_on = entry["result"]["dataset"].get("track")
+        if scored_on is not None and entry["dataset"] != scored_on:
+            raise ResultError(f"{source}: field dataset: {entry['dataset']!r} is not the track the result "
+                              f"was scored on ({scored_on!r})")
         if entry["result"]["protocol"] != entry["protocol"]:
             raise ResultError(f"{source}: field protocol: {entry['protocol']!r} disagrees with the "
                               f"result's {entry['result']['protocol']!r}")
@@ -68,15 +72,13 @@ def load_entries(directory: Path = ENTRIES_DIR) -> list[dict[str, Any]]:
     return entries
 
 
-def dataset_key(result: dict[str, Any]) -> str:
-    """The table a result belongs in: variant, resolution and the test split's manifest."""
+def track_of(result: dict[str, Any]) -> str:
+    """The track a result was scored on (the evaluator decides it by verifying the split)."""
     d = result["dataset"]
     if d.get("track"):
         return d["track"]
-    if d["manifest_sha256"] is None:  # results from before tracks: never the published table
-        return "custom:unknown"
-    size = "x".join(str(v) for v in d.get("resolution", [])) or "?"
-    return f"3dident-{d['variant']}-{size}px-{d['split']}-{d['manifest_sha256'][:8]}"
+    # Results from before tracks: custom data, never a track's table.
+    return f"custom:{(d.get('manifest_sha256') or '0' * 12)[:12]}"
 
 
 def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "self-reported",
@@ -84,9 +86,17 @@ def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "s
                       paper: str | None = None, code: str | None = None,
                       training_data: str = "unspecified", positives: str = "unspecified",
                       loss: str = "unspecified", model_space: str = "unspecified",
-                      footnote: str | None = None, dataset: str | None = None) -> dict[str, Any]:
-    """A schema-valid entry around an evaluator result (validated here, so errors come early)."""
+                      footnote: str | None = None, track: str | None = None) -> dict[str, Any]:
+    """A schema-valid entry around an evaluator result (validated here, so errors come early).
+
+    ``track``: the table the submitter asks for; refused unless the result was scored on it."""
     validate_result(result)
+    scored_on = track_of(result)
+    if track is not None and track != scored_on:
+        hint = ("it was scored on custom data" if scored_on.startswith("custom:")
+                else f"it was scored on {scored_on}")
+        raise ResultError(f"field dataset: the result cannot enter the table of {track}: {hint}. Fix: "
+                          f"evaluate on a split that `ident3d verify --track {track}` accepts.")
     entry = {
         "schema": ENTRY_SCHEMA,
         "id": entry_id,
@@ -100,7 +110,7 @@ def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "s
         "model_space": model_space,
         "status": status,
         "footnote": footnote,
-        "dataset": dataset or dataset_key(result),
+        "dataset": scored_on,
         "protocol": result["protocol"],
         "metrics": {k: result["metrics"].get(k) for k in METRIC_KEYS},
         "checkpoint_sha256": result["model"]["sha256"] if status == "verified" else None,

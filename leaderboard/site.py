@@ -6,6 +6,7 @@ import json
 from importlib.resources import files
 
 from ident3d.latents import FACTOR_NAMES
+from ident3d.tracks import tracks
 from leaderboard.ranking import Entry, ranked_tables
 
 PAGE_FIELDS = ("id", "name", "paper", "code", "authors", "positives", "loss", "model_space", "status",
@@ -20,8 +21,11 @@ def page_data(entries: list[Entry]) -> dict:
         row["per_latent"] = ([{k: p.get(k) for k in ("factor", "linear_r2", "mcc_pearson")}
                               for p in result["per_latent"]] if result else None)
         rows.append(row)
+    tables = ranked_tables(entries)
+    known = {t.id: {"title": t.title, "description": t.description} for t in tracks().values()}
     return {"entries": rows, "factors": list(FACTOR_NAMES),
-            "tables": [list(key) for key in ranked_tables(entries)]}
+            "tables": [[track, protocol, len(rows)] for (track, protocol), rows in tables.items()],
+            "tracks": {track: known[track] for track, _ in tables if track in known}}
 
 
 # Inside <script>, "<!--", "</script" or "<script" in a string would end or bend the element;

@@ -41,6 +41,14 @@ PRESETS: dict[str, RenderSettings] = {
 }
 
 
+def track_settings(track, device: str = "cpu") -> RenderSettings:
+    """The settings of a benchmark track (``ident3d.tracks.Track``), on ``device``."""
+    s = RenderSettings(resolution=track.resolution, device=device, **track.render)
+    if s.pixel_identity() != track.pixel_settings():
+        raise RenderError(f"track {track.id}: its render settings {track.render} are incomplete")
+    return s
+
+
 def resolve_settings(preset: str = "standard", resolution: int | None = None,
                      samples: int | None = None, denoise: bool | None = None,
                      device: str = "cpu") -> RenderSettings:

@@ -142,7 +142,9 @@ def test_links_devices_and_fifos_are_refused_and_nothing_lands(tmp_path, kind):
 
 
 def test_only_a_split_matching_the_published_checksums_counts_as_published(tmp_path, archive, monkeypatch):
-    from ident3d import download
+    import dataclasses
+
+    from ident3d import download, tracks
     from ident3d.evaluation import evaluate
     from ident3d.layout import SplitLayout
 
@@ -153,18 +155,42 @@ def test_only_a_split_matching_the_published_checksums_counts_as_published(tmp_p
     assert mine["dataset"]["track"].startswith("custom:")
 
     # A download whose archive has the pinned MD5 of the published record is the published split.
-    md5 = hashlib.md5(archive).hexdigest()
-    monkeypatch.setitem(download.PINNED_MD5, download.DEFAULT_RECORD, {"3dident_test.tar": md5})
+    # (the real archive is 25,000 images; this stands in for it by pinning the fake one's MD5)
+    published = tracks.get_track(tracks.PUBLISHED)
+    test_spec = dataclasses.replace(published.splits["test"], n=20, md5=hashlib.md5(archive).hexdigest())
+    pinned = dataclasses.replace(published, splits={**published.splits, "test": test_spec})
+    monkeypatch.setattr(tracks, "tracks", lambda: {**tracks.tracks.__wrapped__(), tracks.PUBLISHED: pinned})
     server = FakeZenodo({"3dident_test.tar": archive}, record=download.DEFAULT_RECORD)
     try:
         download_split(tmp_path / "pub", "test", base_url=server.url, progress=False)
     finally:
         server.close()
-    assert download.published_split(SplitLayout(tmp_path / "pub", "test"))
+    assert tracks.differences(pinned, SplitLayout(tmp_path / "pub", "test")) == []
     np.save(tmp_path / "z.npy", np.load(tmp_path / "pub/test/raw_latents.npy"))
     assert evaluate(tmp_path / "z.npy", tmp_path / "pub", progress=False).document["dataset"]["track"] \
-        == "3dident-published"
+        == "3dident-published@1"
     latents = np.load(tmp_path / "pub/test/raw_latents.npy")
     latents[0, 0] = 0.0  # one changed value: no longer the published data
     np.save(tmp_path / "pub/test/raw_latents.npy", latents)
-    assert not download.published_split(SplitLayout(tmp_path / "pub", "test"))
+    assert tracks.differences(pinned, SplitLayout(tmp_path / "pub", "test")) == [
+        f"{tmp_path / 'pub/test/raw_latents.npy'}: changed since it was downloaded"]
+
+
+def test_the_fix_for_a_broken_downloaded_split_is_a_command_that_works(tmp_path, archive):
+    import shlex
+
+    server = FakeZenodo({"3dident_test.tar": archive})
+    root = tmp_path / "data"
+    try:
+        download_split(root, "test", record="999", base_url=server.url, progress=False)
+        good = np.asarray(ThreeDIdent(root, "test").load_array(4))
+        (root / "test/images/04.png").write_bytes(b"broken")
+        with pytest.raises(Exception, match="--overwrite") as error:
+            ThreeDIdent(root, "test").load_array(4)
+        command = str(error.value).split("`")[1]
+        fixed = subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", *shlex.split(command)[1:]],
+                               capture_output=True, text=True)
+    finally:
+        server.close()
+    assert fixed.returncode == 0, fixed.stderr
+    np.testing.assert_array_equal(ThreeDIdent(root, "test").load_array(4), good)

@@ -244,8 +244,9 @@ CASES = [
     Case("pack-missing-root", ["pack", "{w}/nowhere"], 1, "raw_latents.npy"),
     Case("info-unknown-variant", ["info", "--variant", "v9"], 2, "--variant"),
     # download: archives hold regular files only; existing data is never replaced
-    *[Case(f"download-{kind}", ["download", "--root", f"{{w}}/out/dl-{kind}", "--split", "test", "--record", "999",
-                                "--base-url", f"{{url:{kind}}}"], 1, "3dident/test/images/0.png",
+    *[Case(f"download-{kind}", ["download", "--root", f"{{w}}/out/dl-{kind}", "--split", "test",
+                                "--record", "999", "--base-url", f"{{url:{kind}}}"], 1,
+           "3dident/test/images/0.png",
            f"{{w}}/out/dl-{kind}/test") for kind in TAR_KINDS],
     Case("download-over-user-data", ["download", "--root", "{w}/data", "--split", "test", "--record", "999",
                                      "--base-url", "{url:symlink}"], 1, "already exists"),

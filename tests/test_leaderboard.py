@@ -4,10 +4,12 @@ import copy
 import functools
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -23,14 +25,14 @@ def paper_entry():
     return json.loads(PAPER.read_text())
 
 
-def fake_result(r2=0.8, mcc=0.7, protocol="ident3d-eval-v1", sha="ab" * 32):
+def fake_result(r2=0.8, mcc=0.7, protocol="ident3d-eval-v1", sha="ab" * 32, track="3dident-published@1"):
     from ident3d.latents import FACTOR_NAMES
 
     per = [{"factor": f, "linear_r2": r2, "nonlinear_r2": r2, "mcc_pearson": mcc, "mcc_spearman": mcc}
            for f in FACTOR_NAMES]
     return {"schema": "ident3d-result/1", "protocol": protocol,
             "dataset": {"name": "3dident", "split": "test", "variant": "v2", "n": 100,
-                        "manifest_sha256": "cd" * 32, "resolution": [64, 64]},
+                        "manifest_sha256": "cd" * 32, "resolution": [64, 64], "track": track},
             "model": {"name": "m", "file": "m.pt2", "sha256": sha, "kind": "exported-program",
                       "arch": None, "self_reported": False, "feature_dim": 10},
             "metrics": {"linear_r2": r2, "nonlinear_r2": r2, "mcc_pearson": mcc, "mcc_spearman": mcc},
@@ -163,9 +165,9 @@ def test_compare_prints_the_rank_without_writing(tmp_path):
     result.write_text(json.dumps(fake_result(0.9, 0.99, protocol="cl-ica-2021")))
     before = sorted(p.name for p in ENTRIES_DIR.iterdir())
     out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
-                          "--dataset", "3dident-published"], capture_output=True, text=True)
+                          "--track", "3dident-published"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert "would rank 2 of 8 in 3dident-published · cl-ica-2021" in out.stdout
+    assert "would rank 2 of 8 in 3dident-published@1 · cl-ica-2021" in out.stdout
     assert sorted(p.name for p in ENTRIES_DIR.iterdir()) == before
 
 
@@ -176,8 +178,7 @@ def served_site(tmp_path):
     shutil.copytree(ENTRIES_DIR, entries)
     for entry_id, protocol in (("Doe2026Contrastive", "cl-ica-2021"),
                                ("Roe2026Contrastive", "ident3d-eval-v1")):
-        write_entry(entry_from_result(fake_result(0.8, 0.7, protocol=protocol), entry_id,
-                                      dataset="3dident-published"), entries)
+        write_entry(entry_from_result(fake_result(0.8, 0.7, protocol=protocol), entry_id), entries)
     site = tmp_path / "site"
     build(entries, tmp_path / "LEADERBOARD.md", site / "index.html")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
@@ -197,38 +198,124 @@ def _browser(playwright):
         "--disable-component-update", "--disable-sync"])
 
 
+ARTIFACTS = Path(__file__).resolve().parent.parent / "build" / "test-artifacts"
+
+
 def test_the_page_in_a_real_browser(served_site, tmp_path):
     from playwright.sync_api import sync_playwright
 
     url, entries = served_site
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page = browser.new_page(viewport={"width": 1280, "height": 1000}, accept_downloads=True)
         requests = []
         page.on("request", lambda r: requests.append(r.url))
         page.goto(url)
         rows = page.locator("#board tbody tr")
-        shown = [e for e in entries if (e["dataset"], e["protocol"]) == ("3dident-published", "cl-ica-2021")]
+        shown = [e for e in entries if (e["dataset"], e["protocol"]) == ("3dident-published@1", "cl-ica-2021")]
+        assert page.input_value("#dataset") == "3dident-published@1"  # the most populated table
         assert rows.count() == len(shown) == 8
         ids = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
         assert ids[0] == "Zimmermann2021Contrastive_supervised"
+        assert "Zenodo record 4502485" in page.inner_text("#track-about")
+        assert "re-scored from the model file" in page.inner_text("#legend")
+        assert "Table 4, mean" in rows.first.inner_text()  # caveats inline, not only on hover
 
         page.click("#board th[data-key=linear_r2] button")  # ascending R^2
         r2 = [float(t.split(" ")[0]) for t in rows.evaluate_all(
-            "rows => rows.map(r => r.children[6].textContent)")]
+            "rows => rows.map(r => r.children[5].firstChild.textContent)")]
         assert r2 == sorted(r2) and r2[0] == 5.25
         page.click("#board th[data-key=linear_r2] button")  # descending
         assert rows.first.get_attribute("data-id") == "Zimmermann2021Contrastive_supervised"
         assert page.get_attribute("#board th[data-key=linear_r2]", "aria-sort") == "descending"
-
         assert page.locator("#scatter circle.point").count() == 7  # identity has no MCC
-        assert page.locator("#heat-r2 tr").count() == 2  # header + the one entry with latents
-        page.screenshot(path=str(tmp_path / "leaderboard.png"), full_page=True)
+        assert page.locator("#scatter text.label").count() == 7
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        page.screenshot(path=str(ARTIFACTS / "leaderboard-1280.png"), full_page=True)
 
-        page.select_option("#protocol", "ident3d-eval-v1")  # the filter hides the other protocol
+        with page.expect_download() as download:
+            page.click("#csv")
+        lines = Path(download.value.path()).read_text().strip().splitlines()
+        assert lines[0].startswith('"rank","id","name","track"') and len(lines) == 1 + 8
+
+        combinations = []  # every selectable track and protocol shows rows
+        for track in page.eval_on_selector_all("#dataset option", "os => os.map(o => o.value)"):
+            page.select_option("#dataset", track)
+            for protocol in page.eval_on_selector_all("#protocol option", "os => os.map(o => o.value)"):
+                page.select_option("#protocol", protocol)
+                assert rows.count() >= 1, (track, protocol)
+                combinations.append((track, protocol))
+        expected = {(e["dataset"], e["protocol"]) for e in entries}
+        assert set(combinations) == expected and len(combinations) == len(expected)
+        page.select_option("#dataset", "3dident-published@1")
+        page.select_option("#protocol", "ident3d-eval-v1")
         assert rows.evaluate_all("rows => rows.map(r => r.dataset.id)") == ["Roe2026Contrastive"]
         assert f"1 of {len(entries)} entries shown" in page.inner_text("#count")
+
+        narrow = browser.new_page(viewport={"width": 420, "height": 900})
+        narrow.goto(url)
+        assert narrow.evaluate("document.documentElement.scrollWidth") <= 420  # no sideways scrolling
+        assert narrow.locator("#board tbody tr").first.locator(".status.inline").is_visible()
+        narrow.screenshot(path=str(ARTIFACTS / "leaderboard-420.png"), full_page=True)
         browser.close()
-    assert all(u.startswith("http://127.0.0.1") for u in requests), "the page fetched from the network"
-    png = (tmp_path / "leaderboard.png").read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert all(u.startswith(("http://127.0.0.1", "blob:")) for u in requests), "the page fetched from the network"
+    for width in (1280, 420):
+        png = (ARTIFACTS / f"leaderboard-{width}.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+HOSTILE = ["</script><script>alert(1)</script>", "<!-- <script>", "<img src=x onerror=alert(2)>",
+           "line\u2028sep\u2029para", "a | b\n| --- |", "*bold* _it_ [x](javascript:alert(3)) `code`",
+           "&amp; &lt;b&gt; ${1+1} \\ ~~gone~~"]
+
+
+def hostile_entries(folder: Path) -> list[str]:
+    """Entries whose every free-text field holds hostile text; returns the names used."""
+    names = []
+    for i, text in enumerate(HOSTILE):
+        name = f"{text} #{i}"
+        entry = entry_from_result(
+            fake_result(0.5 + i / 100, 0.4 + i / 100), f"Evil2026Entry_n{i}", name=name,
+            authors=[text, "B"], paper="https://example.org/p?q=\"><script>alert(4)</script>",
+            code="https://example.org/c)](javascript:alert(5))", training_data=text, positives=text,
+            loss=text, model_space=text, footnote=text)
+        write_entry(entry, folder)
+        names.append(name)
+    return names
+
+
+def test_hostile_text_cannot_change_the_markdown_table(tmp_path):
+    names = hostile_entries(tmp_path / "entries")
+    build(tmp_path / "entries", tmp_path / "LB.md", tmp_path / "site.html")
+    markdown = (tmp_path / "LB.md").read_text()
+    table = [line for line in markdown.splitlines() if line.startswith("| ") and "Evil2026" in line]
+    assert len(table) == len(names)
+    for line in table:  # ten cells: unescaped pipes would add more
+        cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+        assert len(cells) == 10, line
+    assert "<script" not in markdown and "<img" not in markdown and "<!--" not in markdown
+    assert "javascript:alert(5))" not in markdown
+
+
+def test_hostile_text_cannot_change_the_page_in_a_real_browser(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    names = hostile_entries(tmp_path / "entries")
+    build(tmp_path / "entries", tmp_path / "LB.md", tmp_path / "site" / "index.html")
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page()
+        dialogs, errors = [], []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((tmp_path / "site" / "index.html").as_uri())
+        page.select_option("#protocol", "ident3d-eval-v1")
+        rows = page.locator("#board tbody tr")
+        assert rows.count() == len(names)
+        shown = rows.evaluate_all("rows => rows.map(r => r.children[2].textContent)")
+        assert sorted(shown) == sorted(names)  # verbatim, including the line separators
+        assert page.locator("#board script, #board img").count() == 0
+        assert page.locator("script").count() == 2  # the data element and the page's own code
+        page.wait_for_timeout(300)
+        browser.close()
+    assert dialogs == [] and errors == []

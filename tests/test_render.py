@@ -196,3 +196,66 @@ def test_traverse_cli_writes_a_labelled_grid_with_one_row_per_latent(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "ident3d.cli", "traverse", "--out", str(tmp_path / "f.jpg")],
                          capture_output=True, text=True)
     assert bad.returncode == 1 and "f.jpg" in bad.stderr and ".png" in bad.stderr
+
+
+def test_a_missing_gpu_stops_the_job_at_once_with_one_line(tmp_path):
+    start = time.perf_counter()
+    result = cli("--out", str(tmp_path / "gpu"), "--n", "2", "--preset", "preview", "--device", "gpu",
+                 timeout=300)  # before the fix the pool restarted the failing worker forever
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --device gpu") and "Fix:" in lines[0]
+    assert time.perf_counter() - start < 120
+    assert not list((tmp_path / "gpu/train/images").glob("*.png"))
+
+
+def test_a_worker_that_cannot_start_ends_the_job(tmp_path, monkeypatch):
+    from render import engines
+
+    tasks = [(0, str(tmp_path / "0.png"), {})]
+    broken = resolve_settings("preview", resolution=32, samples=2, device="gpu")
+    # without the probe, the worker itself finds no GPU while building the scene
+    monkeypatch.setattr(engines, "check_device", lambda settings, scratch: None)
+    with pytest.raises(Exception, match="could not start"):
+        engines.run_local(broken, tasks, 1, lambda n: None)
+
+
+def test_the_render_command_repairs_missing_and_truncated_images_of_a_finished_split(tmp_path):
+    args = ("--out", str(tmp_path), "--n", "5", "--preset", "preview", "--resolution", "32",
+            "--samples", "2")
+    assert cli(*args).returncode == 0
+    before = pixels(tmp_path)
+    lay = SplitLayout(tmp_path, "train")
+    lay.image(1, 1).unlink()
+    lay.image(3, 1).write_bytes(lay.image(3, 1).read_bytes()[:200])
+    again = cli(*args)
+    assert again.returncode == 0, again.stderr
+    np.testing.assert_array_equal(pixels(tmp_path), before)
+    check = subprocess.run([sys.executable, "-m", "ident3d.cli", "verify", str(tmp_path)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0 and "0 problems" in check.stdout, check.stdout
+
+
+def test_every_fix_for_a_broken_rendered_split_is_a_command_that_works(tmp_path):
+    import shlex
+
+    from ident3d.datasets import ThreeDIdent
+    from ident3d.errors import DatasetError
+
+    assert cli("--out", str(tmp_path), "--split", "test", "--n", "4", "--preset", "preview",
+               "--resolution", "32", "--samples", "2").returncode == 0
+    before = pixels(tmp_path, "test")
+    lay = SplitLayout(tmp_path, "test")
+    damage = [lambda: lay.image(2, 1).unlink(),
+              lambda: lay.image(0, 1).write_bytes(b"\x89PNG\r\n\x1a\n garbage IEND\xaeB`\x82"),
+              lambda: lay.image(3, 1).write_bytes(lay.image(3, 1).read_bytes()[:-30])]
+    for broken_index, break_it in zip((2, 0, 3), damage, strict=True):
+        break_it()
+        with pytest.raises(DatasetError) as error:
+            ThreeDIdent(tmp_path, "test").load_array(broken_index)
+        command = str(error.value).split("`")[1]
+        assert command.startswith("ident3d verify"), str(error.value)
+        fixed = subprocess.run([sys.executable, "-m", "ident3d.cli", *shlex.split(command)[1:]],
+                               capture_output=True, text=True)
+        assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+        np.testing.assert_array_equal(pixels(tmp_path, "test"), before)

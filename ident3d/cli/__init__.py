@@ -13,8 +13,8 @@ import sys
 
 from ident3d.errors import Ident3dError
 
-VERBS = ("info", "render", "traverse", "pack", "download", "verify", "train", "evaluate", "leaderboard",
-         "demo")
+VERBS = ("info", "tracks", "render", "traverse", "pack", "download", "verify", "train", "evaluate",
+         "leaderboard", "demo")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):

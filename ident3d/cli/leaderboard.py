@@ -24,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         q.add_argument("--entries", type=Path, help="folder of entry files (default: leaderboard/entries)")
     for q in (add, compare):
         q.add_argument("result", type=Path, help="a result file from `ident3d evaluate`")
-        q.add_argument("--dataset", help="table to rank in (default: derived from the result)")
+        q.add_argument("--track", help="the track whose table you mean; refused unless the result was "
+                                       "scored on it (default: the result's own track)")
     add.add_argument("--id", required=True, help="<Author><Year><FirstWord>[_variant]")
     add.add_argument("--name", help="display name (default: the result's model name)")
     add.add_argument("--author", action="append", dest="authors", help="repeat for each author")
@@ -53,11 +54,19 @@ def _read_result(path: Path) -> dict:
     return document
 
 
+def _track_id(name: str | None) -> str | None:
+    """``NAME`` or ``NAME@VERSION`` as a full track id; custom keys pass as they are."""
+    if name is None or name.startswith("custom:"):
+        return name
+    from ident3d.tracks import get_track
+
+    return get_track(name).id
+
+
 def run(args: argparse.Namespace) -> int:
     from leaderboard.build import MARKDOWN, SITE, build, stale
     from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, rescore, write_entry
-    from leaderboard.markdown import table_lines
-    from leaderboard.ranking import placement
+    from leaderboard.compare import report
 
     args.entries = args.entries or ENTRIES_DIR
     if args.action == "build":
@@ -71,12 +80,10 @@ def run(args: argparse.Namespace) -> int:
             print(path)
         return 0
     result = _read_result(args.result)
+    track = _track_id(args.track)
     if args.action == "compare":
-        candidate = entry_from_result(result, "Candidate0000Result", dataset=args.dataset)
-        rank, size, table = placement(load_entries(args.entries), candidate)
-        print(f"{args.result} would rank {rank} of {size} in {candidate['dataset']} · "
-              f"{candidate['protocol']}:\n")
-        print("\n".join(table_lines(table)))
+        candidate = entry_from_result(result, "Candidate0000Result", track=track)
+        print(report(load_entries(args.entries), candidate, str(args.result)))
         return 0
     status = "self-reported"
     if args.checkpoint is not None:
@@ -88,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     entry = entry_from_result(result, args.id, status=status, name=args.name, authors=args.authors,
                               paper=args.paper, code=args.code, training_data=args.training_data,
                               positives=args.positives, loss=args.loss, model_space=args.model_space,
-                              footnote=args.footnote, dataset=args.dataset)
+                              footnote=args.footnote, track=track)
     print(write_entry(entry, args.entries))
     print("now run `ident3d leaderboard build` to update LEADERBOARD.md and the page")
     return 0

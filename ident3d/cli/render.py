@@ -7,6 +7,7 @@ from ident3d.cli.arguments import check_output_folder, nonnegative_int, positive
 
 HELP = "render a 3DIdent split with Blender (resumable; local processes, Ray, or one shard)"
 EXAMPLE = ("ident3d render --out data/3dident --split train --n 1000 --seed 0 --preset standard\n"
+           "  ident3d render --track 3dident-v2-64 --split test --out data/cpu-track --workers 2\n"
            "  ident3d render --out data/3dident --split train --n 250000 --shard 3/64   # Slurm array\n"
            "  ident3d render --out data/3dident --split train --finalize")
 
@@ -24,10 +25,13 @@ def shard_arg(text: str) -> tuple[int, int]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="dataset root")
     p.add_argument("--split", default="train", help="split folder name (train, test, ...)")
+    p.add_argument("--track", help="render exactly this benchmark track's --split (see `ident3d tracks`); "
+                                   "sets the sizes, seeds, variant and render settings")
     p.add_argument("--n", type=positive_int, help="number of images (not needed with --latents)")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the uniform latents")
-    p.add_argument("--variant", default="v2", choices=["v2", "legacy"], help="scene mapping")
-    p.add_argument("--preset", default="standard", choices=["paper", "standard", "preview"])
+    p.add_argument("--seed", type=nonnegative_int, help="seed of the uniform latents (default: 0)")
+    p.add_argument("--variant", choices=["v2", "legacy"], help="scene mapping (default: v2)")
+    p.add_argument("--preset", choices=["paper", "standard", "preview"],
+                   help="quality preset (default: standard)")
     p.add_argument("--resolution", type=positive_int, help="override the preset's image size (px)")
     p.add_argument("--samples", type=positive_int, help="override the preset's Cycles samples")
     p.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="Cycles device")
@@ -41,6 +45,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only merge finished shards of --out/--split into manifest.json")
 
 
+def track_job(args: argparse.Namespace):
+    """The render job of a track's split; flags that would change its data are refused."""
+    from ident3d.errors import RenderError
+    from ident3d.tracks import TrackError, get_track
+    from render.job import plan_job
+    from render.settings import track_settings
+
+    track = get_track(args.track)
+    if track.source != "render":
+        raise TrackError(f"track {track.id} is downloaded, not rendered. Fix: `ident3d download --root "
+                         f"{args.out} --split {args.split}`")
+    clashes = [flag for flag, value in (("--n", args.n), ("--seed", args.seed), ("--variant", args.variant),
+                                        ("--preset", args.preset), ("--resolution", args.resolution),
+                                        ("--samples", args.samples), ("--latents", args.latents))
+               if value is not None]
+    if clashes:
+        raise TrackError(f"--track {track.id} fixes the data; {', '.join(clashes)} would change it. "
+                         "Fix: drop those flags (or drop --track to render custom data).")
+    spec = track.split(args.split)
+    job = plan_job(args.out, args.split, n=spec.n, seed=spec.seed, variant=track.variant,
+                   settings=track_settings(track, args.device))
+    if job.spec()["raw_latents_sha256"] != spec.latents_sha256:
+        raise RenderError(f"track {track.id}: seed {spec.seed} no longer gives the track's latents on "
+                          "this numpy (sha256 differs), so this render would not be the track. Fix: "
+                          "report it; the track needs its latents file shipped.")
+    return job
+
+
 def run(args: argparse.Namespace) -> int:
     from ident3d.layout import SplitLayout
     from render.job import finalize, plan_job, render_split
@@ -50,9 +82,13 @@ def run(args: argparse.Namespace) -> int:
     if args.finalize:
         print(finalize(SplitLayout(args.out, args.split)))
         return 0
-    settings = resolve_settings(args.preset, args.resolution, args.samples, device=args.device)
-    job = plan_job(args.out, args.split, n=args.n, seed=args.seed, variant=args.variant,
-                   settings=settings, latents_file=args.latents)
+    if args.track:
+        job = track_job(args)
+    else:
+        settings = resolve_settings(args.preset or "standard", args.resolution, args.samples,
+                                    device=args.device)
+        job = plan_job(args.out, args.split, n=args.n, seed=0 if args.seed is None else args.seed,
+                       variant=args.variant or "v2", settings=settings, latents_file=args.latents)
     manifest = render_split(job, engine=args.engine, workers=args.workers, shard=args.shard,
                             ray_address=args.ray_address, progress=not args.quiet)
     if manifest is None:

@@ -18,6 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="re-render missing or broken images of a rendered split and re-pack a stale "
                         "images.npy, then check again")
     p.add_argument("--workers", type=positive_int, default=1, help="render processes for --repair")
+    p.add_argument("--track", help="also prove the split is this benchmark track's (latents, settings, "
+                                   "pixel fingerprint) and say what differs otherwise")
 
 
 def repair(root: Path, split: str, report, workers: int, progress: bool) -> None:
@@ -37,6 +39,18 @@ def repair(root: Path, split: str, report, workers: int, progress: bool) -> None
 
         lay.packed.unlink(missing_ok=True)
         pack_split(root, split, progress=progress)
+
+
+def track_verdict(root: Path, split: str, name: str) -> bool:
+    from ident3d.layout import SplitLayout
+    from ident3d.tracks import differences, get_track
+
+    track = get_track(name)
+    found = differences(track, SplitLayout(root, split))
+    print(f"{split}: {'is' if not found else 'is NOT'} the {split} split of track {track.id}")
+    for difference in found:
+        print(f"  - {difference}")
+    return not found
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,4 +74,6 @@ def run(args: argparse.Namespace) -> int:
         for problem in report.problems:
             print(f"  - {problem}")
         failed |= bool(report.problems)
+        if args.track:
+            failed |= not track_verdict(args.root, split, args.track)
     return 1 if failed else 0

@@ -1,0 +1,46 @@
+"""``ident3d leaderboard compare``: where a result ranks in its (track, protocol) table, the rows
+around it, and per-latent differences to the nearest rows that report per-latent scores."""
+
+from __future__ import annotations
+
+from leaderboard.markdown import percent, table_lines
+from leaderboard.ranking import Entry, placement
+
+AROUND = 2  # rows shown above and below the candidate
+
+
+def per_latent(entry: Entry) -> dict[str, dict[str, float | None]]:
+    result = entry.get("result")
+    return {row["factor"]: row for row in result["per_latent"]} if result else {}
+
+
+def report(entries: list[Entry], candidate: Entry, label: str) -> str:
+    rank, size, table = placement(entries, candidate)
+    lines = [f"{label} would rank {rank} of {size} in {candidate['dataset']} · {candidate['protocol']}"]
+    if candidate["dataset"].startswith("custom:"):
+        lines.append("(custom data: no track verified this split, so only results on the very same "
+                     "data share this table; see `ident3d tracks`)")
+    low, high = max(0, rank - 1 - AROUND), min(size, rank + AROUND)
+    shown = table_lines(table[low:high])
+    lines += ["", *shown[:2], *[line.replace("| " + str(i + 1) + " |", "| " + str(low + i + 1) + " |", 1)
+                                for i, line in enumerate(shown[2:])]]
+    references = [e for e in table if e is not candidate and per_latent(e)]
+    if not references or not per_latent(candidate):
+        return "\n".join(lines)
+    above = [e for e in table[:rank - 1] if per_latent(e)]
+    compared = {"best": references[0], **({"next above": above[-1]} if above else {})}
+    lines += ["", "per-latent linear R² and MCC (%), and the difference to "
+              + " and ".join(f"{k} ({v['id']})" for k, v in compared.items()), ""]
+    header = f"{'latent':<18}{'R²':>8}{'MCC':>8}" + "".join(f"{'Δ R² ' + k:>18}{'Δ MCC ' + k:>18}"
+                                                          for k in compared)
+    lines.append(header)
+    mine = per_latent(candidate)
+    for factor, row in mine.items():
+        cells = f"{factor:<18}{percent(row['linear_r2']):>8}{percent(row['mcc_pearson']):>8}"
+        for ref in compared.values():
+            other = per_latent(ref).get(factor, {})
+            for key in ("linear_r2", "mcc_pearson"):
+                a, b = row.get(key), other.get(key)
+                cells += f"{'–' if a is None or b is None else f'{100 * (a - b):+.2f}':>18}"
+        lines.append(cells)
+    return "\n".join(lines)

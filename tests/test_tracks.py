@@ -1,0 +1,131 @@
+"""Benchmark tracks: a split is a track's only when it verifies, and results are keyed by it."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ident3d import tracks
+from ident3d.atomic import sha256_array
+from ident3d.latents import sample_uniform
+from ident3d.layout import SplitLayout
+
+
+def test_the_committed_tracks_are_consistent():
+    known = tracks.tracks()
+    assert {"3dident-published", "3dident-v2", "3dident-v2-64", "3dident-legacy-64"} <= set(known)
+    for track in known.values():
+        assert track.id == f"{track.name}@{track.version}" and track.protocols
+        for spec in track.splits.values():
+            if track.source == "render":  # the pinned hash is what the seed gives
+                assert sha256_array(sample_uniform(spec.n, spec.seed)) == spec.latents_sha256
+            else:
+                assert len(spec.md5) == 32 and spec.archive.endswith(".tar")
+    assert tracks.get_track("3dident-v2-64@1") is known["3dident-v2-64"]
+    with pytest.raises(tracks.TrackError, match="ident3d tracks"):
+        tracks.get_track("3dident-v2-64@7")
+
+
+def test_tracks_cli_lists_sizes_time_and_disk():
+    out = subprocess.run([sys.executable, "-m", "ident3d", "tracks"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "3dident-v2-64@1" in out.stdout and "test 5,000" in out.stdout and "MB" in out.stdout
+
+
+@pytest.fixture(scope="module")
+def tiny_track(tmp_path_factory):
+    """A 6-image track rendered once with 1 worker: its fingerprint comes from that render."""
+    from render.job import plan_job, render_split
+    from render.settings import resolve_settings
+
+    root = tmp_path_factory.mktemp("track")
+    settings = resolve_settings("preview", resolution=32, samples=2)
+    render_split(plan_job(root / "one", "test", n=6, seed=5, variant="v2", settings=settings),
+                 workers=1, progress=False)
+    base = tracks.get_track("3dident-v2-64")
+    spec = tracks.SplitSpec(n=6, seed=5, latents_sha256=sha256_array(sample_uniform(6, 5)))
+    track = dataclasses.replace(base, name="tiny", resolution=32, splits={"test": spec},
+                                render={**base.render, "samples": 2},
+                                fingerprint={**base.fingerprint, "images": 6, "mean": [], "std": []})
+    mean, std = tracks.fingerprint(SplitLayout(root / "one", "test"), 6, 1)
+    track = dataclasses.replace(track, fingerprint={**track.fingerprint, "mean": mean, "std": std})
+    return track, root
+
+
+@pytest.mark.blender
+def test_renders_with_other_worker_counts_verify_and_changed_data_does_not(tiny_track, tmp_path):
+    from render.job import plan_job, render_split
+    from render.settings import resolve_settings, track_settings
+
+    track, root = tiny_track
+    assert tracks.differences(track, SplitLayout(root / "one", "test")) == []
+    render_split(plan_job(tmp_path / "two", "test", n=6, seed=5, variant="v2",
+                          settings=track_settings(track)), workers=2, progress=False)
+    assert tracks.differences(track, SplitLayout(tmp_path / "two", "test")) == []
+
+    z = sample_uniform(6, 5)
+    z[2, 4] = 0.25  # one latent row changed
+    np.save(tmp_path / "z.npy", z)
+    render_split(plan_job(tmp_path / "row", "test", n=None, seed=5, variant="v2", latents_file=tmp_path / "z.npy",
+                          settings=track_settings(track)), progress=False)
+    assert any(d.startswith("latents: sha256") for d in tracks.differences(track, SplitLayout(tmp_path / "row", "test")))
+    render_split(plan_job(tmp_path / "res", "test", n=6, seed=5, variant="v2",
+                          settings=resolve_settings("preview", resolution=24, samples=2)), progress=False)
+    assert tracks.differences(track, SplitLayout(tmp_path / "res", "test")) == [
+        "render setting resolution: 24, the track's is 32"]
+    render_split(plan_job(tmp_path / "legacy", "test", n=6, seed=5, variant="legacy",
+                          settings=track_settings(track)), progress=False)
+    assert tracks.differences(track, SplitLayout(tmp_path / "legacy", "test")) == [
+        "variant: 'legacy', the track's is 'v2'"]
+
+
+@pytest.mark.blender
+def test_a_render_with_the_same_settings_but_other_pixels_fails_the_fingerprint(tiny_track, tmp_path):
+    from PIL import Image
+
+    track, root = tiny_track
+    import shutil
+
+    shutil.copytree(root / "one", tmp_path / "edited")
+    image = tmp_path / "edited/test/images/3.png"
+    pixels = np.asarray(Image.open(image).convert("RGB")).copy()
+    pixels[:] = 255 - pixels
+    Image.fromarray(pixels).save(image)
+    found = tracks.differences(track, SplitLayout(tmp_path / "edited", "test"))
+    assert len(found) == 1 and found[0].startswith("pixels: the first 6 images differ")
+
+
+@pytest.mark.blender
+def test_results_carry_the_track_whatever_the_package_version_and_custom_data_stays_custom(
+        tiny_track, tmp_path, monkeypatch):
+    import shutil
+
+    from ident3d.evaluation import evaluate
+    from leaderboard.entries import entry_from_result
+    from ident3d.errors import ResultError
+
+    track, root = tiny_track
+    monkeypatch.setattr(tracks, "tracks", lambda: {**tracks.tracks.__wrapped__(), "tiny": track})
+    shutil.copytree(root / "one", tmp_path / "data")
+    np.save(tmp_path / "z.npy", np.load(tmp_path / "data/test/raw_latents.npy"))
+    first = evaluate(tmp_path / "z.npy", tmp_path / "data", progress=False).document
+    assert first["dataset"]["track"] == track.id
+    manifest = json.loads((tmp_path / "data/test/manifest.json").read_text())
+    manifest["renderer"]["ident3d"], manifest["renderer"]["blender"] = "9.9.9", "6.1.0"  # a version bump
+    (tmp_path / "data/test/manifest.json").write_text(json.dumps(manifest))
+    again = evaluate(tmp_path / "z.npy", tmp_path / "data", progress=False).document
+    assert again["dataset"]["track"] == track.id
+    assert again["dataset"]["manifest_sha256"] != first["dataset"]["manifest_sha256"]
+
+    z = np.load(tmp_path / "data/test/raw_latents.npy")
+    z[0, 0] = -z[0, 0]
+    np.save(tmp_path / "data/test/raw_latents.npy", z)
+    np.save(tmp_path / "z.npy", z)
+    custom = evaluate(tmp_path / "z.npy", tmp_path / "data", progress=False).document
+    assert custom["dataset"]["track"].startswith("custom:")
+    with pytest.raises(ResultError, match="custom data"):
+        entry_from_result(custom, "Doe2026Custom", track=track.id)
+    assert entry_from_result(custom, "Doe2026Custom")["dataset"] == custom["dataset"]["track"]
