@@ -11,7 +11,7 @@ from importlib.resources import files
 from typing import Any
 
 from baselines.losses import LOSSES
-from baselines.models import OUTPUT_SPACES
+from baselines.models import OUTPUT_SPACES, STEMS
 from baselines.positives import SOURCES
 from ident3d.errors import TrainingError
 
@@ -34,6 +34,7 @@ class TrainConfig:
     # model
     latent_dim: int = 10
     space: str = "box"  # box | box-sigmoid | sphere | unbounded
+    stem: str = "imagenet"  # imagenet (the paper's ResNet18) | small (3x3 stride 1, no max-pool)
     # loss
     loss: str = "lp"  # lp | vmf | aninfonce | mse
     p: float = 2.0  # exponent of the lp similarity -||a - b||_p^p / tau
@@ -57,7 +58,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         choices = {"positives": SOURCES, "loss": LOSSES, "space": tuple(OUTPUT_SPACES),
-                   "device": ("auto", "cpu", "cuda"), "index": ("flat", "ivf")}
+                   "device": ("auto", "cpu", "cuda"), "index": ("flat", "ivf"), "stem": STEMS}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise TrainingError(f"config {name} = {getattr(self, name)!r}; expected one of "

@@ -69,26 +69,37 @@ OUTPUT_SPACES: dict[str, type[nn.Module]] = {
 }
 
 
+# "imagenet": ResNet18's own stem (7x7 stride-2 convolution and max-pool), as in the paper at 224 px.
+# "small": a 3x3 stride-1 convolution without max-pool, the usual stem for 32 to 64 px images; it
+# keeps 4 times as many positions per side through the network at 16 times the cost per image.
+STEMS = ("imagenet", "small")
+
+
 class Encoder(nn.Module):
     """Images (B, 3, H, W) in [0, 1] -> representations (B, latent_dim)."""
 
     def __init__(self, latent_dim: int = 10, space: str = "box",
-                 mean: Sequence[float] = (0.5, 0.5, 0.5), std: Sequence[float] = (0.25, 0.25, 0.25)
-                 ) -> None:
+                 mean: Sequence[float] = (0.5, 0.5, 0.5), std: Sequence[float] = (0.25, 0.25, 0.25),
+                 stem: str = "imagenet") -> None:
         super().__init__()
         if space not in OUTPUT_SPACES:
             raise TrainingError(f"unknown output space {space!r}; "
                                 f"expected one of {', '.join(OUTPUT_SPACES)}")
-        self.latent_dim, self.space_name = latent_dim, space
+        if stem not in STEMS:
+            raise TrainingError(f"unknown stem {stem!r}; expected one of {', '.join(STEMS)}")
+        self.latent_dim, self.space_name, self.stem = latent_dim, space, stem
         self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1))
         self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1))
         self.backbone = torchvision.models.resnet18(weights=None, num_classes=HIDDEN)
+        if stem == "small":
+            self.backbone.conv1 = nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=1, bias=False)
+            self.backbone.maxpool = nn.Identity()
         self.head = nn.Sequential(nn.LeakyReLU(), nn.Linear(HIDDEN, latent_dim))
         self.space = OUTPUT_SPACES[space](latent_dim)
 
     def config(self) -> dict[str, Any]:
         """What ``build_encoder`` needs to rebuild this module (weights and buffers come separately)."""
-        return {"latent_dim": self.latent_dim, "space": self.space_name}
+        return {"latent_dim": self.latent_dim, "space": self.space_name, "stem": self.stem}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = (x - self.mean) / self.std
@@ -104,10 +115,14 @@ def build_encoder(config: dict[str, Any]) -> Encoder:
     if not isinstance(config, dict):
         raise SubmissionError(f"architecture {ARCH}: config must be a JSON object, got {config!r}")
     dim, space = config.get("latent_dim", 10), config.get("space", "box")
+    stem = config.get("stem", "imagenet")
     if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= MAX_LATENT_DIM:
         raise SubmissionError(f"architecture {ARCH}: config latent_dim = {dim!r}; expected an integer "
                               f"in [1, {MAX_LATENT_DIM}]")
     if space not in OUTPUT_SPACES:
         raise SubmissionError(f"architecture {ARCH}: config space = {space!r}; expected one of "
                               f"{', '.join(OUTPUT_SPACES)}")
-    return Encoder(latent_dim=dim, space=space)
+    if stem not in STEMS:
+        raise SubmissionError(f"architecture {ARCH}: config stem = {stem!r}; expected one of "
+                              f"{', '.join(STEMS)}")
+    return Encoder(latent_dim=dim, space=space, stem=stem)

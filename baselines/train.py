@@ -57,7 +57,7 @@ def resolve_device(requested: str) -> torch.device:
 def build_model(config: TrainConfig, mean: list[float], std: list[float]) -> Encoder:
     with torch.random.fork_rng(devices=[]):  # a seeded init without touching the caller's RNG
         torch.manual_seed(config.seed)
-        return Encoder(config.latent_dim, config.space, mean, std)
+        return Encoder(config.latent_dim, config.space, mean, std, stem=config.stem)
 
 
 def build_optimizer(config: TrainConfig, model: torch.nn.Module, loss: torch.nn.Module

@@ -126,6 +126,9 @@ def rescore(result: dict[str, Any], checkpoint: Path, data: Path, tolerance: flo
 
     fresh = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
                      name=result["model"]["name"], progress=False).document
+    if track_of(fresh) != track_of(result):
+        raise ResultError(f"field dataset/track: the result file says {track_of(result)}, but {data} is "
+                          f"{track_of(fresh)}. Fix: re-score on the data the result was made on.")
     for key, submitted in result["metrics"].items():
         again = fresh["metrics"].get(key)
         differs = again is not None and submitted is not None and abs(again - submitted) > tolerance

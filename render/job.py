@@ -23,7 +23,7 @@ from ident3d.manifest import build_manifest, channel_stats, read_manifest
 from ident3d.readers import read_array, read_json
 from ident3d.scene import get_mapping, scene_latents, scene_params
 from render import engines
-from render.settings import RenderSettings
+from render.settings import RenderSettings, track_settings
 
 log = logging.getLogger(__name__)
 PNG_END = b"IEND\xaeB`\x82"
@@ -73,6 +73,18 @@ def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str,
         raw = sample_uniform(n, seed)
     return RenderJob(SplitLayout(Path(root), split), variant, settings, seed, raw,
                      str(latents_file) if latents_file else None)
+
+
+def plan_track_job(root: Path, track, split: str, device: str = "cpu") -> RenderJob:
+    """The job that renders exactly ``track``'s ``split`` (an ``ident3d.tracks.Track``)."""
+    spec = track.split(split)
+    job = plan_job(root, split, n=spec.n, seed=spec.seed, variant=track.variant,
+                   settings=track_settings(track, device))
+    if job.spec()["raw_latents_sha256"] != spec.latents_sha256:
+        raise RenderError(f"track {track.id}: seed {spec.seed} no longer gives the track's latents with "
+                          "this numpy (sha256 differs), so this render would not be the track. Fix: "
+                          "report it; the track then needs its latents file shipped.")
+    return job
 
 
 def _read(path: Path) -> dict:

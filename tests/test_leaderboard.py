@@ -213,7 +213,8 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         page.on("request", lambda r: requests.append(r.url))
         page.goto(url)
         rows = page.locator("#board tbody tr")
-        shown = [e for e in entries if (e["dataset"], e["protocol"]) == ("3dident-published@1", "cl-ica-2021")]
+        table = ("3dident-published@1", "cl-ica-2021")
+        shown = [e for e in entries if (e["dataset"], e["protocol"]) == table]
         assert page.input_value("#dataset") == "3dident-published@1"  # the most populated table
         assert rows.count() == len(shown) == 8
         ids = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
@@ -259,7 +260,7 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         assert narrow.locator("#board tbody tr").first.locator(".status.inline").is_visible()
         narrow.screenshot(path=str(ARTIFACTS / "leaderboard-420.png"), full_page=True)
         browser.close()
-    assert all(u.startswith(("http://127.0.0.1", "blob:")) for u in requests), "the page fetched from the network"
+    assert all(u.startswith(("http://127.0.0.1", "blob:")) for u in requests), "the page used the network"
     for width in (1280, 420):
         png = (ARTIFACTS / f"leaderboard-{width}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
@@ -319,3 +320,26 @@ def test_hostile_text_cannot_change_the_page_in_a_real_browser(tmp_path):
         page.wait_for_timeout(300)
         browser.close()
     assert dialogs == [] and errors == []
+
+
+def test_compare_shows_the_rows_around_and_per_latent_differences(tmp_path):
+    entries = tmp_path / "entries"
+    entries.mkdir()
+    for i, (r2, mcc) in enumerate(((0.9, 0.9), (0.8, 0.8), (0.7, 0.7), (0.6, 0.6), (0.5, 0.5), (0.4, 0.4))):
+        write_entry(entry_from_result(fake_result(r2, mcc, sha=f"{i:02d}" * 32), f"Doe2026Model_n{i}",
+                                      status="verified"), entries)
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(fake_result(0.55, 0.55)))
+    out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
+                          "--entries", str(entries)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "would rank 5 of 7 in 3dident-published@1 · ident3d-eval-v1" in out.stdout
+    rows = [line for line in out.stdout.splitlines() if line.startswith("| ") and "`" in line]
+    assert [r.split("|")[1].strip() for r in rows] == ["3", "4", "5", "6", "7"]  # two above, two below
+    assert "Doe2026Model_n0" in out.stdout and "next above (Doe2026Model_n3)" in out.stdout
+    object_x = next(line for line in out.stdout.splitlines() if line.startswith("object_x"))
+    assert object_x.split()[1:] == ["55.00", "55.00", "-35.00", "-35.00", "-5.00", "-5.00"]
+    refused = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
+                              "--entries", str(entries), "--track", "3dident-v2-64"],
+                             capture_output=True, text=True)
+    assert refused.returncode == 1 and "cannot enter the table of 3dident-v2-64@1" in refused.stderr

@@ -91,6 +91,27 @@ def test_encoder_normalises_its_own_input():
         Encoder(space="cube")
 
 
+def test_the_small_stem_keeps_resolution_and_rebuilds_from_its_config():
+    from baselines.models import build_encoder
+
+    paper, small = Encoder(stem="imagenet").eval(), Encoder(stem="small").eval()
+    x = torch.rand(2, 3, 32, 32)
+    assert paper(x).shape == small(x).shape == (2, 10)
+    sizes = {}
+    for name, enc in (("imagenet", paper), ("small", small)):
+        def keep(module, inputs, output, name=name):
+            sizes[name] = output.shape[-1]
+
+        enc.backbone.layer4.register_forward_hook(keep)
+        enc(x)
+    assert sizes == {"imagenet": 1, "small": 4}  # 32 px: 4 x 4 positions before pooling, not 1
+    again = build_encoder(small.config())
+    again.load_state_dict(small.state_dict())
+    torch.testing.assert_close(again.eval()(x), small(x))
+    with pytest.raises(ValueError, match="stem"):
+        Encoder(stem="tiny")
+
+
 @pytest.mark.parametrize("name", preset_names())
 def test_every_preset_is_a_valid_config(name):
     config = load_preset(name, data="/data")

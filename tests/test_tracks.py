@@ -69,9 +69,10 @@ def test_renders_with_other_worker_counts_verify_and_changed_data_does_not(tiny_
     z = sample_uniform(6, 5)
     z[2, 4] = 0.25  # one latent row changed
     np.save(tmp_path / "z.npy", z)
-    render_split(plan_job(tmp_path / "row", "test", n=None, seed=5, variant="v2", latents_file=tmp_path / "z.npy",
-                          settings=track_settings(track)), progress=False)
-    assert any(d.startswith("latents: sha256") for d in tracks.differences(track, SplitLayout(tmp_path / "row", "test")))
+    render_split(plan_job(tmp_path / "row", "test", n=None, seed=5, variant="v2",
+                          latents_file=tmp_path / "z.npy", settings=track_settings(track)), progress=False)
+    found = tracks.differences(track, SplitLayout(tmp_path / "row", "test"))
+    assert any(d.startswith("latents: sha256") for d in found)
     render_split(plan_job(tmp_path / "res", "test", n=6, seed=5, variant="v2",
                           settings=resolve_settings("preview", resolution=24, samples=2)), progress=False)
     assert tracks.differences(track, SplitLayout(tmp_path / "res", "test")) == [
@@ -103,9 +104,9 @@ def test_results_carry_the_track_whatever_the_package_version_and_custom_data_st
         tiny_track, tmp_path, monkeypatch):
     import shutil
 
+    from ident3d.errors import ResultError
     from ident3d.evaluation import evaluate
     from leaderboard.entries import entry_from_result
-    from ident3d.errors import ResultError
 
     track, root = tiny_track
     monkeypatch.setattr(tracks, "tracks", lambda: {**tracks.tracks.__wrapped__(), "tiny": track})
@@ -129,3 +130,13 @@ def test_results_carry_the_track_whatever_the_package_version_and_custom_data_st
     with pytest.raises(ResultError, match="custom data"):
         entry_from_result(custom, "Doe2026Custom", track=track.id)
     assert entry_from_result(custom, "Doe2026Custom")["dataset"] == custom["dataset"]["track"]
+
+
+def test_readme_lists_the_current_tracks():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = readme.index(tracks.README_BEGIN)
+    end = readme.index(tracks.README_END) + len(tracks.README_END)
+    assert readme[start:end] == tracks.readme_block(), \
+        "README tracks table is stale: run `ident3d tracks --markdown` and paste it"

@@ -43,12 +43,7 @@ def check_output_file(path: Path, flag: str) -> Path:
     if path.is_dir():
         raise OutputError(f"{flag} {path}: is a folder, expected a file name. "
                           f"Fix: pass a file path such as {path / 'result.json'}")
-    parent = path.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(f"{flag} {path}: {parent} is not a writable folder. "
-                          "Fix: choose a location you can write to.")
+    _check_writable(path.parent, path, flag)
     return path
 
 
@@ -58,10 +53,14 @@ def check_output_folder(path: Path, flag: str) -> Path:
     if path.exists() and not path.is_dir():
         raise OutputError(f"{flag} {path}: is a file, expected a folder. "
                           "Fix: pass a folder path (it is created if missing).")
-    existing = path
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise OutputError(f"{flag} {path}: {existing} is not a writable folder. "
-                          "Fix: choose a location you can write to.")
+    _check_writable(path, path, flag)
     return path
+
+
+def _check_writable(folder: Path, path: Path, flag: str) -> None:
+    """The nearest existing ancestor of ``folder`` (itself included) must be a writable folder."""
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {path}: {folder} is not a writable folder. "
+                          "Fix: choose a location you can write to.")

@@ -1,8 +1,9 @@
 """``ident3d demo``: the whole flow on a small dataset, resumable, with every output's path printed.
 
-render (preview preset) -> pack -> positive pairs through a DataLoader -> train the `smoke`
-baseline -> evaluate it (and two reference read-outs) with ident3d-eval-v1 -> a demo leaderboard
-beside the paper's rows -> latent-traversal figures. A second run skips every finished step.
+render (preview preset; the test split is the CPU track's, 3dident-v2-64) -> pack -> positive
+pairs through a DataLoader -> train the `smoke` baseline -> evaluate it (and two reference
+read-outs) with ident3d-eval-v1 -> a demo leaderboard beside the committed rows -> where the smoke
+baseline ranks on the CPU track -> latent-traversal figures. A second run skips every finished step.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from ident3d.cli.arguments import check_output_folder, positive_int
 
+CPU_TRACK = "3dident-v2-64"
 HELP = "render, load, train, evaluate, build a leaderboard and figures on a small dataset (resumable)"
 EXAMPLE = "ident3d demo --out demo-out"
 
@@ -20,7 +22,9 @@ EXAMPLE = "ident3d demo --out demo-out"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("demo-out"), help="where everything goes")
     p.add_argument("--n-train", type=positive_int, default=3000)
-    p.add_argument("--n-test", type=positive_int, default=1000)
+    p.add_argument("--n-test", type=positive_int,
+                   help="render a custom test split of this size instead of the CPU track's 5,000 "
+                        "images (results on it cannot be compared with the track's entries)")
     p.add_argument("--iterations", type=positive_int, help="training steps (default: the smoke preset's)")
     p.add_argument("--workers", type=positive_int, default=2, help="render processes")
 
@@ -38,14 +42,17 @@ def pixel_encoder():
 
 def render_data(data: Path, args: argparse.Namespace, progress: bool) -> None:
     from ident3d.packing import pack_split
-    from render.job import plan_job, render_split
+    from ident3d.tracks import get_track
+    from render.job import plan_job, plan_track_job, render_split
     from render.settings import resolve_settings
 
     settings = resolve_settings("preview")
-    for split, n, seed in (("train", args.n_train, 0), ("test", args.n_test, 1)):
-        render_split(plan_job(data, split, n=n, seed=seed, variant="v2", settings=settings),
-                     workers=args.workers, progress=progress)
-        pack_split(data, split, progress=progress)
+    test = (plan_job(data, "test", n=args.n_test, seed=1, variant="v2", settings=settings) if args.n_test
+            else plan_track_job(data, get_track(CPU_TRACK), "test"))
+    train = plan_job(data, "train", n=args.n_train, seed=0, variant="v2", settings=settings)
+    for job in (train, test):
+        render_split(job, workers=args.workers, progress=progress)
+        pack_split(data, job.layout.split, progress=progress)
 
 
 def show_pairs(data: Path) -> None:
@@ -117,6 +124,16 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
     return build(entries, folder / "LEADERBOARD.md", folder / "site" / "index.html")
 
 
+def compare_on_track(smoke_result: Path) -> str:
+    """Where the smoke baseline ranks among the committed entries of its track and protocol."""
+    from leaderboard.compare import report
+    from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries
+
+    result = json.loads(smoke_result.read_text())
+    candidate = entry_from_result(result, "Demo2026Smoke")
+    return report(load_entries(ENTRIES_DIR), candidate, "the smoke baseline")
+
+
 def run(args: argparse.Namespace) -> int:
     from baselines.config import load_preset
     from baselines.train import train
@@ -137,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     for name, path in (("smoke baseline", smoke_result), *readouts.items()):
         print(f"\n{name} (ident3d-eval-v1)\n{Result(json.loads(path.read_text())).table()}")
     pages = demo_leaderboard(out / "leaderboard", smoke_result, readouts)
+    print(f"\n{compare_on_track(smoke_result)}")
     figures = [render_traversal(out / "figures" / f"traversal-{variant}.png", variant=variant, steps=7,
                                 settings=resolve_settings("preview"), workers=args.workers, progress=progress)
                for variant in ("v2", "legacy")]

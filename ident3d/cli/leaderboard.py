@@ -65,8 +65,8 @@ def _track_id(name: str | None) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from leaderboard.build import MARKDOWN, SITE, build, stale
-    from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, rescore, write_entry
     from leaderboard.compare import report
+    from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, rescore, write_entry
 
     args.entries = args.entries or ENTRIES_DIR
     if args.action == "build":

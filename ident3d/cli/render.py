@@ -47,10 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def track_job(args: argparse.Namespace):
     """The render job of a track's split; flags that would change its data are refused."""
-    from ident3d.errors import RenderError
     from ident3d.tracks import TrackError, get_track
-    from render.job import plan_job
-    from render.settings import track_settings
+    from render.job import plan_track_job
 
     track = get_track(args.track)
     if track.source != "render":
@@ -63,14 +61,7 @@ def track_job(args: argparse.Namespace):
     if clashes:
         raise TrackError(f"--track {track.id} fixes the data; {', '.join(clashes)} would change it. "
                          "Fix: drop those flags (or drop --track to render custom data).")
-    spec = track.split(args.split)
-    job = plan_job(args.out, args.split, n=spec.n, seed=spec.seed, variant=track.variant,
-                   settings=track_settings(track, args.device))
-    if job.spec()["raw_latents_sha256"] != spec.latents_sha256:
-        raise RenderError(f"track {track.id}: seed {spec.seed} no longer gives the track's latents on "
-                          "this numpy (sha256 differs), so this render would not be the track. Fix: "
-                          "report it; the track needs its latents file shipped.")
-    return job
+    return plan_track_job(args.out, track, args.split, args.device)
 
 
 def run(args: argparse.Namespace) -> int:

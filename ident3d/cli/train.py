@@ -28,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=nonnegative_int, help="default: the preset's (0)")
     p.add_argument("--workers", type=nonnegative_int,
                    help="DataLoader processes; default: 0 on CPU, up to 8 on CUDA")
+    p.add_argument("--stem", choices=["imagenet", "small"],
+                   help="ResNet18 stem: imagenet (the paper's) or small (3x3 stride 1, no max-pool, for "
+                        "32-64 px images); default: the preset's")
     p.add_argument("--compile", action="store_true", default=None, help="torch.compile the encoder")
     p.add_argument("--no-amp", dest="amp", action="store_false", default=None,
                    help="train in float32 on CUDA (default: bf16 autocast)")
@@ -46,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
                             "Fix: drop --resume to start a new run.")
     config = load_preset(args.preset, data=str(args.data.resolve()), device=args.device,
                          iterations=args.iterations, batch_size=args.batch_size, lr=args.lr,
-                         seed=args.seed, workers=args.workers, compile=args.compile, amp=args.amp)
+                         seed=args.seed, workers=args.workers, compile=args.compile, amp=args.amp,
+                         stem=args.stem)
     print(train(config, args.out, resume=args.resume, progress=not args.quiet))
     return 0
