@@ -147,7 +147,8 @@ def quick_score(model: torch.nn.Module, dataset: ThreeDIdent, n: int, device: to
     half = n // 2
     r2 = metrics.linear_r2(z[:half], h[:half], z[half:], h[half:])
     mcc, _ = metrics.mcc(z, h)
-    return {"linear_r2": float(np.mean(np.clip(r2, 0, 1))), "mcc": float(np.mean(mcc))}
+    return {"linear_r2": float(np.mean(np.clip(r2, 0, 1))), "mcc": float(np.mean(mcc)),
+            "linear_r2_per_latent": [round(float(v), 4) for v in r2]}
 
 
 # ---- export ----

@@ -15,5 +15,17 @@ try:
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["FACTORS", "FACTOR_NAMES", "SceneParams", "__version__", "sample_conditional",
-           "sample_uniform", "scene_params"]
+# Heavy parts (torch, torchvision, FAISS) load on first use: `from ident3d import ThreeDIdent`.
+LAZY = {"ThreeDIdent": "ident3d.datasets", "ContrastivePairs": "ident3d.pairs",
+        "evaluate": "ident3d.evaluation", "get_track": "ident3d.tracks"}
+
+__all__ = ["FACTORS", "FACTOR_NAMES", "ContrastivePairs", "SceneParams", "ThreeDIdent", "__version__",
+           "evaluate", "get_track", "sample_conditional", "sample_uniform", "scene_params"]
+
+
+def __getattr__(name: str):
+    if name in LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(LAZY[name]), name)
+    raise AttributeError(f"module 'ident3d' has no attribute {name!r}")

@@ -91,9 +91,10 @@ class ThreeDIdent(VisionDataset):
         return state
 
     def load_array(self, index: int) -> np.ndarray:
-        """Image ``index`` as uint8 (H, W, 3), RGB."""
-        if not 0 <= index < len(self):
+        """Image ``index`` as uint8 (H, W, 3), RGB; negative indices count from the end."""
+        if not -len(self) <= index < len(self):
             raise IndexError(f"index {index} out of range for {len(self)} images")
+        index = int(index) % len(self)
         if self.is_packed:
             return np.asarray(self._packed_array()[index])
         path = self.image_path(index)

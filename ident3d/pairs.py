@@ -71,6 +71,11 @@ class ContrastivePairs(Dataset):
         self.dataset, self.conditional, self.beta = dataset, conditional, beta
         self.index_kind, self.seed, self.legacy = index, seed, legacy
         self.epoch_length = len(dataset) if epoch_length is None else int(epoch_length)
+        if self.epoch_length < 1:
+            raise DatasetError(f"epoch_length = {epoch_length}; expected at least 1 pair per epoch")
+        if len(dataset) < 2:
+            raise DatasetError(f"{dataset.layout.folder}: {len(dataset)} image(s); positive pairs need at "
+                               "least 2 (the positive is never the anchor itself). Fix: render more.")
         self.epoch = 0
         self._index: Any = None
 

@@ -136,3 +136,17 @@ def test_bad_pair_arguments(fake_split):
         ContrastivePairs(ds, index="hnsw")
     with pytest.raises(ValueError, match="one per latent"):
         ContrastivePairs(ds, scale=[0.1, 0.2])
+
+
+def test_top_level_exports_and_negative_indices(tmp_path):
+    import ident3d
+
+    write_fake_split(tmp_path, "train", n=9)
+    ds = ident3d.ThreeDIdent(tmp_path, "train")
+    np.testing.assert_array_equal(ds.load_array(-1), ds.load_array(8))
+    torch.testing.assert_close(ds[-2][1], ds[7][1])
+    with pytest.raises(IndexError):
+        ds.load_array(-10)
+    assert ident3d.ContrastivePairs.__name__ == "ContrastivePairs" and callable(ident3d.evaluate)
+    with pytest.raises(AttributeError):
+        ident3d.NoSuchThing  # noqa: B018

@@ -299,3 +299,23 @@ def test_hostile_input(case: Case, world: Path, capsys):
 
 def test_there_are_at_least_fifty_cases():
     assert len(CASES) >= 50
+
+
+def test_python_api_refuses_nonsense_at_the_boundary(world):
+    from ident3d.datasets import ThreeDIdent
+    from ident3d.errors import DatasetError, LatentError, SubmissionError
+    from ident3d.evaluation import evaluate
+    from ident3d.pairs import ContrastivePairs
+
+    train = ThreeDIdent(world / "data", "train")
+    with pytest.raises(DatasetError, match="epoch_length = 0"):
+        ContrastivePairs(train, epoch_length=0)
+    with pytest.raises(LatentError, match="scale"):
+        ContrastivePairs(train, scale=-0.1)
+    with pytest.raises(DatasetError, match="at least 2"):
+        ContrastivePairs(ThreeDIdent(world / "bad/one-image", "test"))
+    with pytest.raises(DatasetError, match="raw_latents.npy"):
+        ThreeDIdent(world / "bad/truncated-latents", "test")
+    with pytest.raises(SubmissionError, match="sample_inputs"):
+        evaluate(world / "models/quiet.pt2", world / "data", progress=False)
+    assert not (world / "pwned").exists()

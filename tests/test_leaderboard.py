@@ -71,7 +71,7 @@ def test_verified_needs_a_checkpoint_hash_and_a_result():
 
 def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
     entry = entry_from_result(fake_result(), "Doe2026Contrastive_box", authors=["J. Doe"])
-    assert entry["dataset"] == "3dident-v2-64x64px-test-cdcdcdcd" and entry["checkpoint_sha256"] is None
+    assert entry["dataset"] == "3dident-published@1" and entry["checkpoint_sha256"] is None
     path = write_entry(entry, tmp_path)
     with pytest.raises(ResultError, match="field id: 'Doe2026Contrastive_box' already exists"):
         write_entry(entry, tmp_path)
@@ -95,7 +95,7 @@ def test_tables_rank_by_mcc_then_r2_then_id_and_never_mix_protocols(tmp_path):
         write_entry(entry_from_result(fake_result(r2, mcc), entry_id), tmp_path)
     text = render_markdown(load_entries(tmp_path))
     sections = text.split("\n## ")[1:]
-    assert sections[0].startswith("3dident-published · cl-ica-2021")  # the largest table comes first
+    assert sections[0].startswith("3DIdent (published) (`3dident-published@1`) · cl-ica-2021")  # largest first
     published = sections[0]
     [ours] = [section for section in sections if "Abe2026Tie" in section]
     assert "Abe2026Tie" not in published and "Zimmermann" not in ours
@@ -313,7 +313,7 @@ def test_hostile_text_cannot_change_the_page_in_a_real_browser(tmp_path):
         page.select_option("#protocol", "ident3d-eval-v1")
         rows = page.locator("#board tbody tr")
         assert rows.count() == len(names)
-        shown = rows.evaluate_all("rows => rows.map(r => r.children[2].textContent)")
+        shown = rows.evaluate_all("rows => rows.map(r => r.querySelector('.name').textContent)")
         assert sorted(shown) == sorted(names)  # verbatim, including the line separators
         assert page.locator("#board script, #board img").count() == 0
         assert page.locator("script").count() == 2  # the data element and the page's own code

@@ -109,7 +109,8 @@ def test_results_carry_the_track_whatever_the_package_version_and_custom_data_st
     from leaderboard.entries import entry_from_result
 
     track, root = tiny_track
-    monkeypatch.setattr(tracks, "tracks", lambda: {**tracks.tracks.__wrapped__(), "tiny": track})
+    known = {**tracks.tracks(), "tiny": track}
+    monkeypatch.setattr(tracks, "tracks", lambda: known)
     shutil.copytree(root / "one", tmp_path / "data")
     np.save(tmp_path / "z.npy", np.load(tmp_path / "data/test/raw_latents.npy"))
     first = evaluate(tmp_path / "z.npy", tmp_path / "data", progress=False).document

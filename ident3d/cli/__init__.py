@@ -11,8 +11,10 @@ import importlib
 import logging
 import sys
 
+from ident3d import __version__
 from ident3d.errors import Ident3dError
 
+OWN_LOGGERS = ("ident3d", "render", "baselines", "leaderboard")
 VERBS = ("info", "tracks", "render", "traverse", "pack", "download", "verify", "train", "evaluate",
          "leaderboard", "demo")
 
@@ -25,6 +27,8 @@ def common_options() -> argparse.ArgumentParser:
     """Flags accepted before or after the verb; SUPPRESS keeps a flag given before it."""
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("-q", "--quiet", action="store_true", help="no progress bars, warnings only")
+    common.add_argument("-v", "--verbose", action="store_true",
+                        help="also show other libraries' information messages (FAISS, Ray, torch)")
     common.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return common
 
@@ -36,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  ident3d info --variant v2",
         formatter_class=HelpFormatter, parents=[common_options()],
     )
+    parser.add_argument("--version", action="version", version=f"ident3d {__version__}")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb in VERBS:
         module = importlib.import_module(f"ident3d.cli.{verb}")
@@ -66,8 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     quiet, debug = getattr(args, "quiet", False), getattr(args, "debug", False)
     args.quiet = quiet
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
+    ours = logging.WARNING if quiet else logging.INFO
+    logging.basicConfig(level=ours if getattr(args, "verbose", False) else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(ours)
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
