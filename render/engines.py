@@ -7,11 +7,13 @@ import multiprocessing
 import shutil
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 from ident3d.errors import RenderError
 from ident3d.extras import require
 from render.settings import RenderSettings
-from render.worker import init_worker, probe_device, render_one, render_tasks
+from render.worker import init_worker, probe_device, render_tasks
 
 Task = tuple[int, str, dict]
 ENGINES = ("local", "ray")
@@ -32,23 +34,31 @@ def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
               on_done: Callable[[int], None]) -> None:
     """Spawned worker processes each build the scene once and render contiguous chunks.
 
-    The pool terminates its workers, so Blender never removes its per-process temp folder; the
-    workers put theirs in one scratch folder that is removed here, even after a failure.
+    A worker that dies (killed, out of memory) breaks the pool and ends the job with one error
+    instead of leaving its chunk unfinished forever; finished images are kept for the re-run.
+    Blender's per-process temp folders go to one scratch folder that is removed here, even after a
+    failure.
     """
     if not tasks:
         return
     workers = max(1, min(workers, len(tasks)))
-    chunk = max(1, min(8, len(tasks) // (4 * workers)))
+    size = max(1, min(8, len(tasks) // (4 * workers)))
     ctx = multiprocessing.get_context("spawn")  # bpy is not fork-safe
     scratch = tempfile.mkdtemp(prefix="ident3d-render-")
     try:
         check_device(settings, scratch)
-        with ctx.Pool(workers, initializer=init_worker, initargs=(settings, scratch)) as pool:
-            for _ in pool.imap_unordered(render_one, tasks, chunksize=chunk):
-                on_done(1)
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=init_worker,
+                                 initargs=(settings, scratch)) as pool:
+            chunks = [pool.submit(render_tasks, settings, tasks[i:i + size])
+                      for i in range(0, len(tasks), size)]
+            for done in as_completed(chunks):
+                on_done(len(done.result()))
     except RenderError:
         raise
-    except Exception as error:  # a worker's exception arrives here, re-raised by the pool
+    except BrokenProcessPool:
+        raise RenderError("a render worker died (killed, or out of memory); finished images are kept. "
+                          "Fix: re-run the same command to resume.") from None
+    except Exception as error:  # a worker's exception arrives here, re-raised by the future
         raise RenderError(f"a render worker failed ({type(error).__name__}: {error}); finished "
                           "images are kept. Fix: re-run the same command to resume.") from error
     finally:

@@ -259,3 +259,24 @@ def test_every_fix_for_a_broken_rendered_split_is_a_command_that_works(tmp_path)
                                capture_output=True, text=True)
         assert fixed.returncode == 0, fixed.stdout + fixed.stderr
         np.testing.assert_array_equal(pixels(tmp_path, "test"), before)
+
+
+def test_a_killed_worker_ends_the_job_and_the_rerun_finishes_it(tmp_path):
+    args = ("--out", str(tmp_path), "--n", "300", "--preset", "preview", "--resolution", "32",
+            "--samples", "1", "--workers", "2")
+    job = subprocess.Popen([sys.executable, "-m", "ident3d.cli", "-q", "render", *args],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    images = tmp_path / "train/images"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(images.glob("[!.]*.png"))) < 20:
+        time.sleep(0.2)
+    workers = subprocess.run(["pgrep", "-f", "-P", str(job.pid), "multiprocessing.spawn"],
+                             capture_output=True, text=True).stdout.split()
+    assert workers, "no render worker found"
+    os.kill(int(workers[-1]), signal.SIGKILL)
+    _, err = job.communicate(timeout=300)  # before the fix the job waited forever for the lost chunk
+    if job.returncode == 0:  # the killed worker had already finished its last chunk
+        pytest.skip("the worker was killed after its last chunk")
+    assert job.returncode == 1 and err.strip().startswith("error: a render worker died"), err
+    assert cli(*args).returncode == 0
+    assert len(list(images.glob("[!.]*.png"))) == 300
