@@ -28,7 +28,9 @@ def report(entries: list[Entry], candidate: Entry, label: str) -> str:
     if not references or not per_latent(candidate):
         return "\n".join(lines)
     above = [e for e in table[:rank - 1] if per_latent(e)]
-    compared = {"best": references[0], **({"next above": above[-1]} if above else {})}
+    compared = {"best": references[0]}
+    if above and above[-1] is not references[0]:
+        compared["next above"] = above[-1]
     lines += ["", "per-latent linear R² and MCC (%), and the difference to "
               + " and ".join(f"{k} ({v['id']})" for k, v in compared.items()), ""]
     header = f"{'latent':<18}{'R²':>8}{'MCC':>8}" + "".join(f"{'Δ R² ' + k:>18}{'Δ MCC ' + k:>18}"

@@ -130,7 +130,8 @@ def compare_on_track(smoke_result: Path) -> str:
     from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries
 
     result = json.loads(smoke_result.read_text())
-    candidate = entry_from_result(result, "Demo2026Smoke")
+    candidate = entry_from_result(result, "Demo2026Smoke", name="smoke baseline (this demo)",
+                                  positives="Normal (sigma 0.1)", loss="InfoNCE, L2", model_space="box")
     return report(load_entries(ENTRIES_DIR), candidate, "the smoke baseline")
 
 
