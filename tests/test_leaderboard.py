@@ -95,7 +95,8 @@ def test_tables_rank_by_mcc_then_r2_then_id_and_never_mix_protocols(tmp_path):
         write_entry(entry_from_result(fake_result(r2, mcc), entry_id), tmp_path)
     text = render_markdown(load_entries(tmp_path))
     sections = text.split("\n## ")[1:]
-    assert sections[0].startswith("3DIdent (published) (`3dident-published@1`) · cl-ica-2021")  # largest first
+    # the largest table comes first
+    assert sections[0].startswith("3DIdent (published) (`3dident-published@1`) · cl-ica-2021")
     published = sections[0]
     [ours] = [section for section in sections if "Abe2026Tie" in section]
     assert "Abe2026Tie" not in published and "Zimmermann" not in ours
