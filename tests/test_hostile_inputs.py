@@ -134,6 +134,9 @@ def world(tmp_path_factory) -> Path:
     (results / "nan.json").write_text(json.dumps(result))
     (results / "garbage.json").write_bytes(b"\xff\xfe\x00garbage")
     (results / "truncated.json").write_text('{"schema": "ident3d-res')
+    from ident3d.evaluation import evaluate
+
+    evaluate(clean, w / "data", progress=False).save(results / "clean.json")
     entries = w / "entries"
     entries.mkdir()
     (entries / "Bad2026Entry.json").write_text('{"id": "Bad2026Entry"}')
@@ -259,6 +262,9 @@ CASES = [
          "truncated.json"),
     Case("add-missing-result", ["leaderboard", "add", "{w}/results/none.json", "--id", "Doe2026None",
                                 "--entries", "{w}/out/entries"], 1, "none.json", "{w}/out/entries"),
+    Case("add-checkpoint-crafted-pt2", ["leaderboard", "add", "{w}/results/clean.json", "--id", "Doe2026Evil",
+                                        "--checkpoint", f"{M}/quiet.pt2", "--data", D, "--entries",
+                                        "{w}/out/entries"], 1, "sample_inputs", "{w}/out/entries"),
     Case("build-bad-entry", ["leaderboard", "build", "--entries", "{w}/entries", "--markdown",
                              "{w}/out/LB.md", "--site", "{w}/out/site.html"], 1, "Bad2026Entry.json",
          "{w}/out/LB.md"),
