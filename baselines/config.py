@@ -8,8 +8,10 @@ import math
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
+from baselines import presets
 from baselines.losses import LOSSES
 from baselines.models import OUTPUT_SPACES, STEMS
 from baselines.positives import SOURCES
@@ -27,7 +29,9 @@ class TrainConfig:
     data: str = ""
     train_split: str = "train"
     eval_split: str = "test"
-    positives: str = "latent"  # latent (conditional + FAISS), augment (SimCLR), anchors (supervised)
+    # latent (conditional + FAISS), rendered (a paired split's exact pairs; conditional and scale
+    # are the split's), augment (SimCLR), anchors (supervised)
+    positives: str = "latent"
     conditional: str = "normal"  # normal | laplace | gennorm, the positive-pair distribution
     scale: float | tuple[float, ...] = 0.1  # sigma, or one per latent
     index: str = "flat"  # FAISS index over the training latents: flat | ivf
@@ -36,7 +40,7 @@ class TrainConfig:
     space: str = "box"  # box | box-sigmoid | sphere | unbounded
     stem: str = "imagenet"  # imagenet (the paper's ResNet18) | small (3x3 stride 1, no max-pool)
     # loss
-    loss: str = "lp"  # lp | vmf | aninfonce | mse
+    loss: str = "lp"  # lp | vmf | aninfonce | aninfonce-isotropic (one shared Lambda) | mse
     p: float = 2.0  # exponent of the lp similarity -||a - b||_p^p / tau
     tau: float = 1.0
     include_self: bool = False  # the original code's anchor-to-itself denominator term
@@ -93,23 +97,59 @@ class TrainConfig:
 
 
 def preset_names() -> list[str]:
-    return sorted(p.name.removesuffix(".toml") for p in files("baselines.presets").iterdir()
-                  if p.name.endswith(".toml"))
+    return presets.names()
+
+
+def _expected_type(name: str) -> tuple[type, ...]:
+    default = next(f.default for f in fields(TrainConfig) if f.name == name)
+    if name == "scale":
+        return (int, float, list, tuple)
+    return (int, float) if isinstance(default, float) else (type(default),)
 
 
 def _coerce(values: dict[str, Any], source: str) -> dict[str, Any]:
-    known = {f.name for f in fields(TrainConfig)}
+    known = {f.name for f in fields(TrainConfig)} - {"preset"}
     unknown = sorted(set(values) - known)
     if unknown:
         raise TrainingError(f"{source}: unknown setting(s) {', '.join(unknown)}; "
                             f"known: {', '.join(sorted(known))}")
+    for key, value in values.items():
+        expected = _expected_type(key)
+        if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
+            raise TrainingError(f"{source}: {key} = {value!r} is a {type(value).__name__}; expected "
+                                f"{' or '.join(t.__name__ for t in expected)}")
     return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Settings from a user's TOML file (same keys as a preset), checked."""
+    try:
+        values = tomllib.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise TrainingError(f"{path}: not a readable TOML config ({error}). Fix: write key = value "
+                            "lines with the keys of baselines/presets/*.toml.") from None
+    return _coerce(values, str(path))
+
+
+def parse_settings(pairs: list[str]) -> dict[str, Any]:
+    """``key=value`` strings; a value is read as TOML (numbers, booleans, [lists]) or else as text."""
+    values = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise TrainingError(f"--set {pair!r}: expected key=value, e.g. --set lr=3e-4")
+        try:
+            values[key.strip()] = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            values[key.strip()] = text
+    return _coerce(values, "--set")
 
 
 def load_preset(name: str, **overrides: Any) -> TrainConfig:
     """The preset's config with ``overrides`` applied (None values are ignored)."""
     if name not in preset_names():
-        raise TrainingError(f"unknown preset {name!r}; expected one of {', '.join(preset_names())}")
+        raise TrainingError(f"unknown preset {name!r}; expected one of {', '.join(preset_names())}. "
+                            "Fix: pick one, or pass your own settings with --config FILE.toml / --set.")
     text = files("baselines.presets").joinpath(f"{name}.toml").read_text()
     values = _coerce(tomllib.loads(text), f"baselines/presets/{name}.toml")
     values.update(_coerce({k: v for k, v in overrides.items() if v is not None}, "overrides"))

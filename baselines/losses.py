@@ -16,7 +16,7 @@ from torch.nn import functional as F
 
 from ident3d.errors import TrainingError
 
-LOSSES = ("lp", "vmf", "aninfonce", "mse")
+LOSSES = ("lp", "vmf", "aninfonce", "aninfonce-isotropic", "mse")
 
 
 def info_nce(logits: torch.Tensor, self_logits: torch.Tensor | None = None) -> torch.Tensor:
@@ -60,12 +60,17 @@ class VonMisesFisherInfoNCE(nn.Module):
 class AnInfoNCE(nn.Module):
     """Anisotropic InfoNCE: s(a, b) = -1/2 (a - b)^T Lambda (a - b) on L2-normalised outputs,
     with a learnable diagonal Lambda = softplus(lambda) and no separate temperature.
+
+    ``isotropic=True`` learns one precision shared by every dimension (Lambda = lambda I): the
+    same loss with a learned temperature, i.e. isotropic InfoNCE, the ablation AnInfoNCE is
+    compared with on equal footing.
     """
 
-    def __init__(self, dim: int, include_self: bool = False) -> None:
+    def __init__(self, dim: int, include_self: bool = False, isotropic: bool = False) -> None:
         super().__init__()
         self.include_self = include_self
-        self.raw_precision = nn.Parameter(torch.full((dim,), math.log(math.e - 1)))  # Lambda = 1
+        size = 1 if isotropic else dim
+        self.raw_precision = nn.Parameter(torch.full((size,), math.log(math.e - 1)))  # Lambda = 1
 
     @property
     def precision(self) -> torch.Tensor:
@@ -91,8 +96,8 @@ def build_loss(name: str, *, dim: int, p: float = 2.0, tau: float = 1.0,
         return LpInfoNCE(p, tau, include_self)
     if name == "vmf":
         return VonMisesFisherInfoNCE(tau, include_self)
-    if name == "aninfonce":
-        return AnInfoNCE(dim, include_self)
+    if name in ("aninfonce", "aninfonce-isotropic"):
+        return AnInfoNCE(dim, include_self, isotropic=name == "aninfonce-isotropic")
     if name == "mse":
         return SupervisedMSE()
     raise TrainingError(f"unknown loss {name!r}; expected one of {', '.join(LOSSES)}")

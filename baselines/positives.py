@@ -1,4 +1,5 @@
-"""Where training batches come from: latent-conditional pairs, SimCLR augmentations, or anchors only.
+"""Where training batches come from: latent-conditional pairs (snapped by FAISS, or rendered exactly),
+SimCLR augmentations, or anchors only.
 
 Each source maps an item number to one training example with randomness drawn only from
 ``(seed, item)``, so batch t of a run is always the same items: resuming at step t needs no
@@ -16,9 +17,9 @@ from torchvision.transforms import v2
 
 from ident3d.datasets import ThreeDIdent, to_tensor_batch
 from ident3d.errors import TrainingError
-from ident3d.pairs import ContrastivePairs
+from ident3d.pairs import ContrastivePairs, RenderedPairs
 
-SOURCES = ("latent", "augment", "anchors")
+SOURCES = ("latent", "rendered", "augment", "anchors")
 
 
 class StepBatches(Sampler[list[int]]):
@@ -91,6 +92,8 @@ def pair_source(kind: str, dataset: ThreeDIdent, *, seed: int, conditional: str 
     if kind == "latent":
         return ContrastivePairs(dataset, conditional=conditional, scale=scale, index=index,
                                 seed=seed)
+    if kind == "rendered":
+        return RenderedPairs(dataset, seed=seed)
     if kind == "augment":
         return AugmentedPairs(dataset, seed=seed)
     if kind == "anchors":

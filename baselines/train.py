@@ -252,6 +252,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                 elapsed = time.perf_counter() - window_start
                 record = {"step": step, "loss": float(window_loss) / config.log_every,
                           "images_per_s": images / elapsed, "data_wait": waited / elapsed}
+                if hasattr(criterion, "precision"):  # AnInfoNCE's learned Lambda
+                    record["precision"] = criterion.precision.detach().cpu().tolist()
                 if config.eval_every and eval_set is not None and step % config.eval_every == 0:
                     record["eval"] = quick_score(model, eval_set, config.eval_images, device)
                 log_file.write(json.dumps(record) + "\n")

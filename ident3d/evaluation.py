@@ -12,12 +12,9 @@ original left BatchNorm in training mode, which makes numbers depend on batch co
 
 from __future__ import annotations
 
-import json
 import platform
 import time
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -25,70 +22,16 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ident3d import atomic, metrics
+from ident3d import metrics
 from ident3d.datasets import ThreeDIdent, manifest_summary, to_tensor_batch
-from ident3d.errors import DatasetError, DeviceError, ResultError, SubmissionError
+from ident3d.errors import DatasetError, DeviceError, SubmissionError
 from ident3d.latents import FACTOR_NAMES
+from ident3d.results import PROTOCOLS, RESULT_SCHEMA, Result, validate_result
 from ident3d.submissions import Submission, check_features, load_submission
 from ident3d.tracks import identify
 
-PROTOCOLS = ("ident3d-eval-v1", "cl-ica-2021")
-RESULT_SCHEMA = "ident3d-result/1"
 SPLIT_SEED = 0
 CLICA_SAMPLE = 4096
-
-
-@dataclass
-class Result:
-    document: dict[str, Any]
-
-    @property
-    def metrics(self) -> dict[str, float | None]:
-        return self.document["metrics"]
-
-    def save(self, path: Path) -> None:
-        validate_result(self.document)
-        atomic.write_json(Path(path), self.document)
-
-    def table(self) -> str:
-        """A short per-latent table for the terminal."""
-        cols = ["linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman"]
-        lines = [f"{'factor':<16}" + "".join(f"{c:>14}" for c in cols)]
-        for row in [*self.document["per_latent"], {"factor": "mean", **self.metrics}]:
-            cells = "".join(f"{row[c]:>14.4f}" if row.get(c) is not None else f"{'-':>14}"
-                            for c in cols)
-            lines.append(f"{row['factor']:<16}{cells}")
-        return "\n".join(lines)
-
-
-def result_schema() -> dict[str, Any]:
-    return json.loads(files("ident3d.schemas").joinpath("result-v1.json").read_text())
-
-
-def validate_result(document: dict[str, Any]) -> None:
-    import jsonschema
-
-    try:
-        jsonschema.validate(document, result_schema())
-    except jsonschema.ValidationError as error:
-        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise ResultError(f"result field {where}: {error.message}") from None
-    where = non_finite_field(document)
-    if where is not None:
-        raise ResultError(f"result field {where}: NaN or infinity; every number must be finite.")
-
-
-def non_finite_field(document: Any, where: str = "") -> str | None:
-    """Path of the first NaN or infinite number (JSON Schema lets NaN pass every bound)."""
-    if isinstance(document, float) and not np.isfinite(document):
-        return where or "(top level)"
-    items = (document.items() if isinstance(document, dict) else
-             enumerate(document) if isinstance(document, list) else ())
-    for key, value in items:
-        found = non_finite_field(value, f"{where}/{key}" if where else str(key))
-        if found is not None:
-            return found
-    return None
 
 
 def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.device,

@@ -17,6 +17,7 @@ from ident3d.readers import is_real_numeric
 
 N_LATENTS = 10
 RAW_LOW, RAW_HIGH = -1.0, 1.0
+PAIR_STREAM = 1  # second key of the positives' random stream in sample_pairs
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,18 @@ def sample_uniform(n: int, seed: int) -> np.ndarray:
         raise LatentError(f"number of samples must be >= 0, got {n}")
     rng = np.random.default_rng(seed)
     return rng.uniform(RAW_LOW, RAW_HIGH, size=(n, N_LATENTS)).astype(np.float32)
+
+
+def sample_pairs(n: int, seed: int, kind: str = "normal", scale: float | np.ndarray = 0.1,
+                 beta: float | None = None) -> np.ndarray:
+    """``n`` exact positive pairs as ``(2n, 10)`` float32 rows: anchor ``i`` at row ``2i``, drawn
+    uniformly as ``sample_uniform(n, seed)``, and its positive at ``2i + 1``, drawn from the
+    truncated conditional around it with its own stream (no snapping to rendered latents)."""
+    anchors = sample_uniform(n, seed)
+    positives = sample_conditional(anchors, np.random.default_rng([seed, PAIR_STREAM]), kind, scale, beta)
+    rows = np.empty((2 * n, N_LATENTS), dtype=np.float32)
+    rows[0::2], rows[1::2] = anchors, positives
+    return rows
 
 
 def broadcast_scale(scale: float | np.ndarray, dim: int = N_LATENTS) -> np.ndarray:

@@ -23,7 +23,8 @@ def factor_table() -> list[dict[str, Any]]:
 def build_manifest(*, variant: str, n: int, padding: int, renderer: dict[str, Any],
                    settings: dict[str, Any], seeds: dict[str, Any], latents_sha256: str,
                    files: dict[str, str], image_mean: list[float], image_std: list[float],
-                   ) -> dict[str, Any]:
+                   pairs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest of a rendered split; ``pairs`` only for a paired split (images 2i, 2i + 1)."""
     return {
         "format_version": MANIFEST_FORMAT,
         "dataset": "3dident",
@@ -39,6 +40,7 @@ def build_manifest(*, variant: str, n: int, padding: int, renderer: dict[str, An
         "image_mean": image_mean,
         "image_std": image_std,
         "files": files,
+        **({"pairs": pairs} if pairs else {}),
     }
 
 

@@ -53,7 +53,38 @@ def build_index(latents: np.ndarray, kind: str = "flat", use_gpu: bool | None = 
     return index
 
 
-class ContrastivePairs(Dataset):
+class PairDataset(Dataset):
+    """What every source of positive pairs shares: a batch is one read of the anchors' and
+    positives' images, chosen by the subclass's ``sample_indices``."""
+
+    dataset: ThreeDIdent
+    epoch: int
+
+    def sample_indices(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:
+        anchor, positive = self.sample_indices(np.asarray(items))
+        images = to_tensor_batch(self.dataset.load_batch(np.concatenate([anchor, positive])))
+        z = torch.from_numpy(self.dataset.latents[anchor])
+        z_pos = torch.from_numpy(self.dataset.latents[positive])
+        b = len(anchor)
+        return [(images[k], images[b + k], z[k], z_pos[k]) for k in range(b)]
+
+    def __getitem__(self, item: int) -> tuple[torch.Tensor, ...]:
+        return self.__getitems__([item])[0]
+
+    def effective_conditional(self, n: int = 10000) -> np.ndarray:
+        """Realised per-latent std of ``z_pos - z`` over ``n`` items of the current epoch."""
+        anchor, positive = self.sample_indices(np.arange(n))
+        z = self.dataset.latents
+        return (z[positive] - z[anchor]).std(axis=0)
+
+
+class ContrastivePairs(PairDataset):
     """Items ``(x, x_pos, z, z_pos)``: two images (float32 (3, H, W) in [0, 1]) and their latents.
 
     Randomness of item ``i`` comes only from ``(seed, epoch, i)``, so pairs do not depend on the
@@ -82,8 +113,11 @@ class ContrastivePairs(Dataset):
     def __len__(self) -> int:
         return self.epoch_length
 
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = int(epoch)
+    def __repr__(self) -> str:
+        scale = self.scale[0] if np.ptp(self.scale) == 0 else self.scale.tolist()
+        return (f"ContrastivePairs({len(self.dataset)} images of {self.dataset.layout.folder}, "
+                f"{self.conditional} scale {scale}, index {self.index_kind}, seed {self.seed}"
+                f"{', legacy' if self.legacy else ''})")
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -121,19 +155,42 @@ class ContrastivePairs(Dataset):
         positive = np.where(found[:, 0] == anchor, found[:, 1], found[:, 0])
         return anchor, positive
 
-    def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:
-        anchor, positive = self.sample_indices(np.asarray(items))
-        images = to_tensor_batch(self.dataset.load_batch(np.concatenate([anchor, positive])))
-        z = torch.from_numpy(self.dataset.latents[anchor])
-        z_pos = torch.from_numpy(self.dataset.latents[positive])
-        b = len(anchor)
-        return [(images[k], images[b + k], z[k], z_pos[k]) for k in range(b)]
 
-    def __getitem__(self, item: int) -> tuple[torch.Tensor, ...]:
-        return self.__getitems__([item])[0]
+class RenderedPairs(PairDataset):
+    """Items ``(x, x_pos, z, z_pos)`` from a paired split (``ident3d render --pairs``): the positive
+    was rendered from latents drawn exactly from the conditional around the anchor, no snapping.
 
-    def effective_conditional(self, n: int = 10000) -> np.ndarray:
-        """Realised per-latent std of ``z_pos - z`` over ``n`` items of the current epoch."""
-        anchor, positive = self.sample_indices(np.arange(n))
+    Item ``i`` is the pair drawn with the stream ``(seed, epoch, i)``, so, as for
+    ``ContrastivePairs``, any integer is a valid item and pairs do not depend on the workers.
+    """
+
+    def __init__(self, dataset: ThreeDIdent, epoch_length: int | None = None, seed: int = 0) -> None:
+        spec = (dataset.manifest or {}).get("pairs")
+        if not spec or len(dataset) % 2:
+            raise DatasetError(f"{dataset.layout.folder}: not a paired split (its manifest has no 'pairs' "
+                               "record). Fix: render one with `ident3d render --pairs --n PAIRS ...`, or "
+                               "use ContrastivePairs for nearest-neighbour positives.")
+        self.dataset, self.spec, self.seed, self.epoch = dataset, spec, seed, 0
+        self.n_pairs = len(dataset) // 2
+        self.epoch_length = self.n_pairs if epoch_length is None else int(epoch_length)
+        if self.epoch_length < 1:
+            raise DatasetError(f"epoch_length = {epoch_length}; expected at least 1 pair per epoch")
+
+    def __len__(self) -> int:
+        return self.epoch_length
+
+    def __repr__(self) -> str:
+        return (f"RenderedPairs({self.n_pairs} pairs of {self.dataset.layout.folder}, "
+                f"{self.spec['conditional']} scale {self.spec['scale']}, seed {self.seed})")
+
+    def sample_indices(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Image indices of anchor and positive for each item."""
+        picks = np.array([np.random.default_rng([self.seed, self.epoch, int(i)]).integers(self.n_pairs)
+                          for i in items], dtype=np.int64)
+        return 2 * picks, 2 * picks + 1
+
+    def effective_conditional(self, n: int | None = None) -> np.ndarray:
+        """Per-latent std of ``z_pos - z`` over every pair of the split (``n`` is ignored: the
+        split's pairs are fixed, so this is exact rather than an estimate)."""
         z = self.dataset.latents
-        return (z[positive] - z[anchor]).std(axis=0)
+        return (z[1::2] - z[0::2]).std(axis=0)

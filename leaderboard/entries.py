@@ -13,13 +13,12 @@ from typing import Any
 
 from ident3d import atomic
 from ident3d.errors import ResultError
-from ident3d.evaluation import validate_result
 from ident3d.readers import read_json
+from ident3d.results import METRIC_KEYS, validate_result
 
 ENTRY_SCHEMA = "ident3d-leaderboard-entry/1"
 STATUSES = ("verified", "self-reported", "reported-in-paper")
 ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
-METRIC_KEYS = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
 
 
 def entry_schema() -> dict[str, Any]:

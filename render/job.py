@@ -17,7 +17,13 @@ from tqdm import tqdm
 
 from ident3d import atomic
 from ident3d.errors import ManifestMismatchError, RenderError
-from ident3d.latents import check_raw_latents, sample_uniform
+from ident3d.latents import (
+    broadcast_scale,
+    check_raw_latents,
+    conditional_distribution,
+    sample_pairs,
+    sample_uniform,
+)
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import build_manifest, channel_stats, read_manifest
 from ident3d.readers import read_array, read_json
@@ -37,6 +43,7 @@ class RenderJob:
     seed: int
     raw: np.ndarray  # (N, 10) float32
     latents_file: str | None = None
+    pairs: dict[str, Any] | None = None  # a paired split: how positives were drawn (sample_pairs)
 
     @property
     def n(self) -> int:
@@ -54,13 +61,29 @@ class RenderJob:
             "seed": None if self.latents_file else self.seed,
             "n": self.n,
             "raw_latents_sha256": atomic.sha256_array(self.raw),
+            **({"pairs": self.pairs} if self.pairs else {}),
         }
 
 
 def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str,
-             settings: RenderSettings, latents_file: Path | None = None) -> RenderJob:
-    """Check every input before anything is written: variant, latents shape, range and finiteness."""
+             settings: RenderSettings, latents_file: Path | None = None,
+             pairs: dict[str, Any] | None = None) -> RenderJob:
+    """Check every input before anything is written: variant, latents shape, range and finiteness.
+
+    ``pairs`` (``{"conditional": ..., "scale": ..., "beta": ...}``) makes a paired split of ``n``
+    exact positive pairs, ``2n`` images: anchor ``i`` is image ``2i``, its positive ``2i + 1``."""
     get_mapping(variant)
+    if pairs is not None:
+        if latents_file is not None:
+            raise RenderError("--pairs draws its own latents; --latents cannot be combined with it. "
+                              "Fix: drop one of them.")
+        if n is None or n < 1:
+            raise RenderError(f"--n must be a positive number of pairs, got {n}")
+        pairs = {"conditional": pairs["conditional"], "beta": pairs.get("beta"),
+                 "scale": [float(v) for v in broadcast_scale(pairs["scale"])]}
+        conditional_distribution(pairs["conditional"], pairs["beta"])
+        raw = sample_pairs(n, seed, pairs["conditional"], np.array(pairs["scale"]), pairs["beta"])
+        return RenderJob(SplitLayout(Path(root), split), variant, settings, seed, raw, None, pairs)
     if latents_file is not None:
         raw = read_array(latents_file, RenderError, "save an (N, 10) float array with numpy.save")
         raw = check_raw_latents(raw, what=f"--latents {latents_file}").astype(np.float32)
@@ -227,7 +250,8 @@ def finalize(lay: SplitLayout) -> Path:
     manifest = build_manifest(
         variant=spec["variant"], n=n, padding=padding, renderer=renderer,
         settings=spec["render_settings"], seeds=seeds, latents_sha256=spec["raw_latents_sha256"],
-        files={name: files[name] for name in names}, image_mean=mean, image_std=std)
+        files={name: files[name] for name in names}, image_mean=mean, image_std=std,
+        pairs=spec.get("pairs"))
     atomic.write_json(lay.manifest, manifest)
     # Temporary images of workers killed mid-write; safe to drop only now that no shard is running.
     for path in lay.images.glob(".*.tmp.png"):

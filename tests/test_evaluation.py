@@ -9,7 +9,8 @@ import torch
 from conftest import write_fake_split
 
 from ident3d.errors import ResultError, SubmissionError
-from ident3d.evaluation import evaluate, validate_result
+from ident3d.evaluation import evaluate
+from ident3d.results import validate_result
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from baselines.config import TrainConfig, load_preset, preset_names
-from baselines.losses import AnInfoNCE, LpInfoNCE, SupervisedMSE, VonMisesFisherInfoNCE
+from baselines.losses import AnInfoNCE, LpInfoNCE, SupervisedMSE, VonMisesFisherInfoNCE, build_loss
 from baselines.models import Box, BoxSigmoid, Encoder, Sphere
 from baselines.positives import AugmentedPairs, StepBatches
 from ident3d.datasets import ThreeDIdent
@@ -63,6 +63,18 @@ def test_aninfonce_weights_each_dimension_by_its_precision():
         loss.raw_precision.copy_(T([math.log(math.exp(3) - 1), math.log(math.e - 1)]))
     assert loss(h, h_pos).item() == pytest.approx(math.log(1 + math.exp(-2)), rel=1e-5)
     assert list(loss.parameters())[0].requires_grad
+
+
+def test_the_isotropic_twin_shares_one_precision_across_dimensions():
+    loss = build_loss("aninfonce-isotropic", dim=3)
+    assert loss.precision.shape == (1,)
+    h, h_pos = torch.randn(5, 3), torch.randn(5, 3)
+    with torch.no_grad():
+        loss.raw_precision.fill_(2.0)
+    full = AnInfoNCE(dim=3)
+    with torch.no_grad():
+        full.raw_precision.fill_(2.0)
+    assert loss(h, h_pos).item() == pytest.approx(full(h, h_pos).item(), rel=1e-6)
 
 
 def test_supervised_mse():

@@ -1,36 +1,75 @@
-"""The reproduction summary reads run folders and checks the paper's orderings."""
+"""The CPU-track report groups seeds, checks the paper's orderings, and its entries are verified."""
 
 import json
 
+from conftest import write_fake_split
 from test_leaderboard import fake_result
 
-from baselines.reproduction import summarize
+from baselines.pixels import export_pixel_readout
+from baselines.reproduction import add_entries, summarize
+from ident3d.evaluation import evaluate
+from leaderboard.entries import load_entries
 
 
-def write_run(out, name, r2, mcc, hue_r2):
+def write_run(out, name, r2, mcc, hue_r2=None, positives="latent", trained=True):
     folder = out / "runs" / name
     folder.mkdir(parents=True)
     v1 = fake_result(r2, mcc)
     for p in v1["per_latent"][7:]:
-        p["linear_r2"] = hue_r2
+        p["linear_r2"] = r2 if hue_r2 is None else hue_r2
     (folder / "result.json").write_text(json.dumps(v1))
     (folder / "result-cl-ica-2021.json").write_text(json.dumps(fake_result(r2, mcc, protocol="cl-ica-2021")))
-    config = {"iterations": 800, "batch_size": 256, "positives": "latent"}
-    (folder / "config.json").write_text(json.dumps(config))
-    # two equal log windows at 1024 and 512 images/s: 683 images/s overall (the harmonic mean), so
-    # 800 steps of 512 images take 10.0 minutes
-    (folder / "log.jsonl").write_text('{"images_per_s": 1024}\n{"images_per_s": 512}\n')
+    if trained:
+        config = {"iterations": 800, "batch_size": 256, "positives": positives, "lr": 1e-3, "seed": 0,
+                  "conditional": "normal", "scale": 0.1, "loss": "lp", "space": "box"}
+        (folder / "config.json").write_text(json.dumps(config))
+        # two equal log windows at 1024 and 512 images/s: 683 images/s overall (the harmonic mean),
+        # so 800 steps of 512 images take 10.0 minutes; the eval record has no rate and is skipped
+        (folder / "log.jsonl").write_text('{"images_per_s": 1024}\n{"images_per_s": 512}\n{"eval": {}}\n')
 
 
-def test_summary_reports_orderings_and_hues(tmp_path):
-    write_run(tmp_path, "v2-normal-box", 0.9, 0.9, 0.95)
-    write_run(tmp_path, "v2-normal-unbounded", 0.88, 0.6, 0.9)
-    write_run(tmp_path, "v2-normal-sphere-vmf", 0.87, 0.5, 0.9)
-    write_run(tmp_path, "legacy-normal-box", 0.8, 0.8, 0.4)
+def test_summary_groups_seeds_and_reports_orderings_and_hues(tmp_path):
+    for seed, r2 in enumerate((0.88, 0.9, 0.92)):
+        write_run(tmp_path, f"v2-normal-box-s{seed}", r2, 0.9, hue_r2=0.95)
+    write_run(tmp_path, "v2-normal-unbounded", 0.88, 0.6)
+    write_run(tmp_path, "v2-normal-sphere-vmf", 0.87, 0.5)
+    write_run(tmp_path, "v2-laplace-box", 0.8, 0.8)
+    write_run(tmp_path, "v2-supervised", 0.99, 0.99, positives="anchors")
+    write_run(tmp_path, "v2-pixels", 0.3, 0.2, trained=False)
+    write_run(tmp_path, "legacy-normal-box-s0", 0.8, 0.8, hue_r2=0.4)
     text = summarize(tmp_path)
+    assert "| v2-normal-box | 3 | 90.00 ± 2.00 | 90.00 ± 0.00 |" in text  # mean ± sample std over seeds
+    assert "| 800 × 256 | 683 | 10.0 |" in text
+    assert "| v2-supervised | 1 | 99.00 | 99.00 | 99.00 | 99.00 | 99.00 | 800 × 256 | 683 | 5.0 |" in text
+    assert "| v2-pixels | 1 | 30.00 | 20.00 | 30.00 | 30.00 | 20.00 | none | – | – |" in text
     assert "Sphere R²: does not hold: v2-normal-box 90.00 vs v2-normal-sphere-vmf 87.00" in text
-    assert "Box MCC well above Unbounded MCC: holds: v2-normal-box 90.00 vs v2-normal-unbounded 60.00" in text
+    assert "Unbounded MCC: holds: v2-normal-box 90.00 vs v2-normal-unbounded 60.00" in text
+    assert "level with Normal (within 5 points): does not hold: v2-laplace-box 80.00 vs v2-normal-box" in text
+    assert "image augmentations (both Sphere, vMF): not measured" in text
+    assert ("Supervised well above the best contrastive group: holds: v2-supervised 99.00 vs "
+            "v2-normal-box") in text
+    assert "above the pixel read-out (worst shown): holds: v2-laplace-box 80.00 vs v2-pixels 30.00" in text
     assert "| object_hue | 95.00 / 90.00 | 40.00 / 80.00 |" in text
-    assert "800 steps at batch 256" in text
-    assert "| v2-normal-box | 90.00 | 90.00 | 90.00 |" in text and "| 683 | 10.0 |" in text
-    assert "| ground_hue | 40.00 | 95.00 | 90.00 | 90.00 |" in text  # every latent, runs sorted by name
+
+
+def test_entries_are_rescored_and_verified(tmp_path):
+    """The pixel read-out on a small split: both protocols become verified entries, once."""
+    out = tmp_path / "out"
+    data = out / "data" / "v2-64"
+    write_fake_split(data, "test", n=40, size=16)
+    run = out / "runs" / "v2-pixels"
+    export_pixel_readout(run / "encoder.pt2", 16)
+    evaluate(run / "encoder.pt2", data, name="v2-pixels", progress=False).save(run / "result.json")
+    evaluate(run / "encoder.pt2", data, protocol="cl-ica-2021", name="v2-pixels",
+             progress=False).save(run / "result-cl-ica-2021.json")
+    entries = tmp_path / "entries"
+    entries.mkdir()
+    written = add_entries(out, entries)
+    assert sorted(p.name for p in written) == ["Ident2026CpuTrack_v2-pixels-clica.json",
+                                               "Ident2026CpuTrack_v2-pixels.json"]
+    loaded = {e["id"]: e for e in load_entries(entries)}
+    entry = loaded["Ident2026CpuTrack_v2-pixels"]
+    assert entry["status"] == "verified" and entry["model_space"] == "pixels"
+    assert entry["checkpoint_sha256"] == json.loads((run / "result.json").read_text())["model"]["sha256"]
+    assert loaded["Ident2026CpuTrack_v2-pixels-clica"]["protocol"] == "cl-ica-2021"
+    assert add_entries(out, entries) == []  # a second run adds nothing and overwrites nothing

@@ -11,7 +11,8 @@ from safetensors import safe_open
 from baselines.config import load_preset, preset_names
 from baselines.train import build_model, export, read_log, train
 from ident3d.datasets import ThreeDIdent
-from ident3d.evaluation import evaluate, validate_result
+from ident3d.evaluation import evaluate
+from ident3d.results import validate_result
 from ident3d.submissions import load_submission
 
 
@@ -140,3 +141,23 @@ def test_every_preset_trains(preset, tmp_path):
     losses = [r["loss"] for r in read_log(tmp_path / "run/log.jsonl")]
     assert len(losses) == 2 and all(np.isfinite(losses))
     assert (tmp_path / "run/encoder.pt2").exists()
+
+
+def test_train_takes_a_config_file_and_set_overrides_over_the_preset(fake_data, tmp_path, capsys):
+    from ident3d.cli import main
+
+    (tmp_path / "mine.toml").write_text("tau = 0.5\nscale = [0.1, 0.2, 0.1, 0.2, 0.1, 0.2, 0.1, 0.2, 0.1, "
+                                        "0.2]\niterations = 2\nbatch_size = 8\nlog_every = 1\n"
+                                        "checkpoint_every = 1\neval_every = 0\n")
+    mine = str(tmp_path / "mine.toml")
+    code = main(["train", "--data", str(fake_data), "--preset", "smoke", "--config", mine,
+                 "--set", "tau=0.25", "--set", "include_self=true", "--set", "loss=aninfonce-isotropic",
+                 "--out", str(tmp_path / "run"), "-q"])
+    assert code == 0
+    saved = json.loads((tmp_path / "run/config.json").read_text())
+    assert saved["tau"] == 0.25 and saved["include_self"] is True and saved["scale"][1] == 0.2
+    assert saved["preset"] == "smoke" and saved["iterations"] == 2
+    assert len(read_log(tmp_path / "run/log.jsonl")[0]["precision"]) == 1  # the learned Lambda is logged
+    capsys.readouterr()
+    assert main(["train", "--data", str(fake_data), "--out", str(tmp_path / "r2"), "--set", "tau"]) == 1
+    assert "expected key=value" in capsys.readouterr().err

@@ -19,8 +19,17 @@ VERBS = ("info", "tracks", "render", "traverse", "pack", "download", "verify", "
          "leaderboard", "demo")
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keep the examples' line breaks and show defaults."""
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keep the examples' line breaks; show a default only when there is one to show and the help
+    text does not already say it (no "(default: None)" noise)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default in (None, False, argparse.SUPPRESS)
+                or action.option_strings == [] or isinstance(default, tuple | list)):
+            return text
+        return f"{text} (default: {default})" if text else f"default: {default}"
 
 
 def common_options() -> argparse.ArgumentParser:

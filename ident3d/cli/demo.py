@@ -21,23 +21,12 @@ EXAMPLE = "ident3d demo --out demo-out"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("demo-out"), help="where everything goes")
-    p.add_argument("--n-train", type=positive_int, default=3000)
+    p.add_argument("--n-train", type=positive_int, default=3000, help="training images to render")
     p.add_argument("--n-test", type=positive_int,
                    help="render a custom test split of this size instead of the CPU track's 5,000 "
                         "images (results on it cannot be compared with the track's entries)")
     p.add_argument("--iterations", type=positive_int, help="training steps (default: the smoke preset's)")
     p.add_argument("--workers", type=positive_int, default=2, help="render processes")
-
-
-def pixel_encoder():
-    """The paper's "identity" row: the image itself, average-pooled to 8 x 8, as the features."""
-    import torch
-
-    class PixelReadout(torch.nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.nn.functional.adaptive_avg_pool2d(x, 8).flatten(1)
-
-    return PixelReadout()
 
 
 def render_data(data: Path, args: argparse.Namespace, progress: bool) -> None:
@@ -72,8 +61,8 @@ def show_pairs(data: Path) -> None:
 def reference_readouts(data: Path, models: Path, results: Path, progress: bool) -> dict[str, Path]:
     """The pixel read-out (the paper's identity row) and the true latents (the ceiling)."""
     import numpy as np
-    import torch
 
+    from baselines.pixels import export_pixel_readout
     from ident3d.datasets import ThreeDIdent
     from ident3d.evaluation import evaluate
 
@@ -82,9 +71,7 @@ def reference_readouts(data: Path, models: Path, results: Path, progress: bool) 
     size = test.load_array(0).shape[0]
     files = {"pixel-readout": models / "pixels.pt2", "true-latents": models / "true_latents.npy"}
     if not files["pixel-readout"].exists():
-        program = torch.export.export(pixel_encoder().eval(), (torch.rand(2, 3, size, size),),
-                                      dynamic_shapes=({0: torch.export.Dim("batch")},))
-        torch.export.save(program, str(files["pixel-readout"]))
+        export_pixel_readout(files["pixel-readout"], size)
     if not files["true-latents"].exists():
         np.save(files["true-latents"], test.latents)
     out = {}
@@ -138,7 +125,7 @@ def compare_on_track(smoke_result: Path) -> str:
 def run(args: argparse.Namespace) -> int:
     from baselines.config import load_preset
     from baselines.train import train
-    from ident3d.evaluation import Result
+    from ident3d.results import Result
     from render.settings import resolve_settings
     from render.traverse import render_traversal
 

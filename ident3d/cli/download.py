@@ -11,11 +11,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from ident3d.download import DEFAULT_BASE_URL, DEFAULT_RECORD
 
     p.add_argument("--root", type=Path, required=True, help="dataset root")
-    p.add_argument("--split", default="all", choices=["train", "test", "all"])
+    p.add_argument("--split", default="all", choices=["train", "test", "all"], help="which split to fetch")
     p.add_argument("--record", default=DEFAULT_RECORD, help="Zenodo record id")
     p.add_argument("--base-url", default=DEFAULT_BASE_URL,
                    help="Zenodo server (env IDENT3D_ZENODO_URL)")
-    p.add_argument("--backend", default="builtin", choices=["builtin", "zenodo-get"])
+    p.add_argument("--backend", default="builtin", choices=["builtin", "zenodo-get"],
+                   help="HTTP client: the built-in one, or the zenodo_get tool (extra: zenodo)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing split, only once the new one is downloaded and checked")
 

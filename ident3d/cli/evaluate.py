@@ -4,6 +4,7 @@ import argparse
 from pathlib import Path
 
 from ident3d.cli.arguments import check_output_file, positive_int
+from ident3d.results import PROTOCOLS
 
 HELP = "score an encoder (.pt2, safetensors + --arch, or .npy embeddings) on the test split"
 EXAMPLE = "ident3d evaluate --data data/3dident --model encoder.pt2 --name MyModel --out result.json"
@@ -14,10 +15,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", type=Path, required=True, help=".pt2, .safetensors or .npy")
     p.add_argument("--arch", help="registered architecture for .safetensors weights")
     p.add_argument("--name", help="model name in the result (default: file stem)")
-    p.add_argument("--protocol", default="ident3d-eval-v1", choices=["ident3d-eval-v1", "cl-ica-2021"])
-    p.add_argument("--split", default="test")
+    p.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS, help="evaluation protocol (README)")
+    p.add_argument("--split", default="test", help="split folder to score on")
     p.add_argument("--device", help="torch device (default: cuda when available)")
-    p.add_argument("--batch-size", type=positive_int, default=256)
+    p.add_argument("--batch-size", type=positive_int, default=256, help="images per forward pass")
     p.add_argument("--out", type=Path, required=True, help="result JSON to write")
 
 

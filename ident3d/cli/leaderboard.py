@@ -33,9 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add.add_argument("--code", help="code URL")
     add.add_argument("--training-data", default="unspecified", help="what the model was trained on")
     add.add_argument("--positives", default="unspecified", help="positive-pair type")
-    add.add_argument("--loss", default="unspecified")
+    add.add_argument("--loss", default="unspecified", help="training loss")
     add.add_argument("--space", dest="model_space", default="unspecified", help="model output space")
-    add.add_argument("--footnote")
+    add.add_argument("--footnote", help="one sentence shown under the table (budget, caveats)")
     add.add_argument("--checkpoint", type=Path,
                      help="the model file: re-score it on --data and mark the entry verified")
     add.add_argument("--data", type=Path, help="dataset root for re-scoring --checkpoint")
@@ -43,8 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _read_result(path: Path) -> dict:
     from ident3d.errors import ResultError
-    from ident3d.evaluation import validate_result
     from ident3d.readers import read_json
+    from ident3d.results import validate_result
 
     document = read_json(path, ResultError, "pass the result file written by `ident3d evaluate`")
     try:

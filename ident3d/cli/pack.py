@@ -9,7 +9,7 @@ EXAMPLE = "ident3d pack data/3dident --split train"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("root", type=Path, help="dataset root")
-    p.add_argument("--split", default="train")
+    p.add_argument("--split", default="train", help="split folder to pack")
 
 
 def run(args: argparse.Namespace) -> int:

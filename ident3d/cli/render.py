@@ -1,15 +1,20 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from ident3d.cli.arguments import check_output_folder, nonnegative_int, positive_int
+from ident3d.latents import CONDITIONALS, N_LATENTS
+from ident3d.scene import MAPPINGS
+from render.settings import PRESETS
 
 HELP = "render a 3DIdent split with Blender (resumable; local processes, Ray, or one shard)"
 EXAMPLE = ("ident3d render --out data/3dident --split train --n 1000 --seed 0 --preset standard\n"
            "  ident3d render --track 3dident-v2-64 --split test --out data/cpu-track --workers 2\n"
            "  ident3d render --out data/3dident --split train --n 250000 --shard 3/64   # Slurm array\n"
-           "  ident3d render --out data/3dident --split train --finalize")
+           "  ident3d render --out data/3dident --split train --finalize\n"
+           "  ident3d render --out data/paired --split train --n 20000 --pairs --scale 0.05   # exact pairs")
 
 
 def shard_arg(text: str) -> tuple[int, int]:
@@ -22,22 +27,42 @@ def shard_arg(text: str) -> tuple[int, int]:
     return i, n
 
 
+def scale_arg(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+    if len(values) not in (1, N_LATENTS) or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected 1 or {N_LATENTS} positive numbers, got {text!r}")
+    return values
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="dataset root")
     p.add_argument("--split", default="train", help="split folder name (train, test, ...)")
     p.add_argument("--track", help="render exactly this benchmark track's --split (see `ident3d tracks`); "
                                    "sets the sizes, seeds, variant and render settings")
-    p.add_argument("--n", type=positive_int, help="number of images (not needed with --latents)")
+    p.add_argument("--n", type=positive_int,
+                   help="number of images (of pairs with --pairs; not needed with --latents)")
     p.add_argument("--seed", type=nonnegative_int, help="seed of the uniform latents (default: 0)")
-    p.add_argument("--variant", choices=["v2", "legacy"], help="scene mapping (default: v2)")
-    p.add_argument("--preset", choices=["paper", "standard", "preview"],
+    p.add_argument("--variant", choices=list(MAPPINGS), help="scene mapping (default: v2)")
+    p.add_argument("--preset", choices=list(PRESETS),
                    help="quality preset (default: standard)")
     p.add_argument("--resolution", type=positive_int, help="override the preset's image size (px)")
     p.add_argument("--samples", type=positive_int, help="override the preset's Cycles samples")
     p.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="Cycles device")
     p.add_argument("--latents", type=Path, help="render these raw latents (.npy, N x 10)")
+    p.add_argument("--pairs", action="store_true",
+                   help="a paired split: --n exact positive pairs (2n images; anchor 2i, positive 2i+1) "
+                        "drawn from --conditional with --scale, no nearest-neighbour snapping")
+    p.add_argument("--conditional", default="normal", choices=CONDITIONALS,
+                   help="with --pairs: the positive's distribution around the anchor")
+    p.add_argument("--scale", type=scale_arg, default=(0.1,), metavar="S[,S,...]",
+                   help="with --pairs: one scale, or one per latent (10, comma-separated) (default: 0.1)")
+    p.add_argument("--beta", type=float, help="with --pairs --conditional gennorm: the exponent")
     p.add_argument("--workers", type=positive_int, default=1, help="render processes (or Ray CPUs)")
-    p.add_argument("--engine", default="local", choices=["local", "ray"])
+    p.add_argument("--engine", default="local", choices=["local", "ray"],
+                   help="where render processes run: this machine, or a Ray cluster")
     p.add_argument("--ray-address", help="connect to this Ray cluster instead of starting one")
     p.add_argument("--shard", type=shard_arg, default=(0, 1), metavar="I/N",
                    help="render only shard I of N (for job arrays); finalizes when all exist")
@@ -56,7 +81,8 @@ def track_job(args: argparse.Namespace):
                          f"{args.out} --split {args.split}`")
     clashes = [flag for flag, value in (("--n", args.n), ("--seed", args.seed), ("--variant", args.variant),
                                         ("--preset", args.preset), ("--resolution", args.resolution),
-                                        ("--samples", args.samples), ("--latents", args.latents))
+                                        ("--samples", args.samples), ("--latents", args.latents),
+                                        ("--pairs", args.pairs or None))
                if value is not None]
     if clashes:
         raise TrackError(f"--track {track.id} fixes the data; {', '.join(clashes)} would change it. "
@@ -78,8 +104,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         settings = resolve_settings(args.preset or "standard", args.resolution, args.samples,
                                     device=args.device)
+        pairs = ({"conditional": args.conditional, "scale": args.scale[0] if len(args.scale) == 1
+                  else list(args.scale), "beta": args.beta} if args.pairs else None)
         job = plan_job(args.out, args.split, n=args.n, seed=0 if args.seed is None else args.seed,
-                       variant=args.variant or "v2", settings=settings, latents_file=args.latents)
+                       variant=args.variant or "v2", settings=settings, latents_file=args.latents,
+                       pairs=pairs)
     manifest = render_split(job, engine=args.engine, workers=args.workers, shard=args.shard,
                             ray_address=args.ray_address, progress=not args.quiet)
     if manifest is None:

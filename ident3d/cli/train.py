@@ -3,6 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from baselines import presets
 from ident3d.cli.arguments import (
     check_output_folder,
     nonnegative_int,
@@ -17,9 +18,13 @@ EXAMPLE = ("ident3d train --data data/3dident --preset normal-box --out runs/nor
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, required=True, help="dataset root holding train/ and test/")
-    p.add_argument("--preset", default="normal-box",
-                   help="a file of baselines/presets/ (normal-box, normal-unbounded, laplace-box, "
-                        "normal-sphere-vmf, augm-sphere-vmf, supervised, aninfonce, smoke)")
+    p.add_argument("--preset", default="normal-box", choices=presets.names(),
+                   help="the baseline to start from (a file of baselines/presets/)")
+    p.add_argument("--config", type=Path, metavar="FILE.toml",
+                   help="your settings on top of the preset (keys as in baselines/presets/*.toml)")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                   help="one setting on top of --config, e.g. --set tau=0.5 --set scale=[0.1,0.2]; "
+                        "repeatable; any field of TrainConfig in baselines/config.py")
     p.add_argument("--out", type=Path, required=True, help="run folder (checkpoints, logs, exports)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default: the preset's")
     p.add_argument("--iterations", type=positive_int, help="default: the preset's")
@@ -38,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from baselines.config import load_preset
+    from baselines.config import load_preset, parse_settings, read_config_file
     from baselines.train import train
 
     check_output_folder(args.out, "--out")
@@ -47,9 +52,11 @@ def run(args: argparse.Namespace) -> int:
 
         raise TrainingError(f"--resume {args.out}: no run there to resume (no config.json). "
                             "Fix: drop --resume to start a new run.")
-    config = load_preset(args.preset, data=str(args.data.resolve()), device=args.device,
-                         iterations=args.iterations, batch_size=args.batch_size, lr=args.lr,
-                         seed=args.seed, workers=args.workers, compile=args.compile, amp=args.amp,
-                         stem=args.stem)
+    settings = read_config_file(args.config) if args.config else {}
+    settings.update(parse_settings(args.settings))
+    flags = dict(device=args.device, iterations=args.iterations, batch_size=args.batch_size, lr=args.lr,
+                 seed=args.seed, workers=args.workers, compile=args.compile, amp=args.amp, stem=args.stem)
+    settings.update({k: v for k, v in flags.items() if v is not None})
+    config = load_preset(args.preset, **{**settings, "data": str(args.data.resolve())})
     print(train(config, args.out, resume=args.resume, progress=not args.quiet))
     return 0

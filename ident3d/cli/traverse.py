@@ -4,6 +4,8 @@ import argparse
 from pathlib import Path
 
 from ident3d.cli.arguments import check_output_file, positive_int
+from ident3d.scene import MAPPINGS
+from render.settings import PRESETS
 
 HELP = "render a latent-traversal figure: one row per latent swept over its range (Figure 3)"
 EXAMPLE = ("ident3d traverse --out fig.png --variant v2 --steps 7\n"
@@ -12,9 +14,9 @@ EXAMPLE = ("ident3d traverse --out fig.png --variant v2 --steps 7\n"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="figure to write (.png)")
-    p.add_argument("--variant", default="v2", choices=["v2", "legacy"], help="scene mapping")
+    p.add_argument("--variant", default="v2", choices=list(MAPPINGS), help="scene mapping")
     p.add_argument("--steps", type=positive_int, default=7, help="images per row")
-    p.add_argument("--preset", default="preview", choices=["paper", "standard", "preview"])
+    p.add_argument("--preset", default="preview", choices=list(PRESETS), help="quality preset")
     p.add_argument("--resolution", type=positive_int, help="override the preset's image size (px)")
     p.add_argument("--samples", type=positive_int, help="override the preset's Cycles samples")
     p.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="Cycles device")

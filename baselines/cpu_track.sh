@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The verified baselines of the CPU tracks (3dident-v2-64 and its legacy-colour twin), end to end.
+#
+#   bash baselines/cpu_track.sh [OUT]                  # everything; re-run to resume
+#   RUNS="v2-supervised v2-pixels" bash baselines/cpu_track.sh out   # only these runs
+#   ADD_ENTRIES=1 bash baselines/cpu_track.sh out      # then re-score and add leaderboard entries
+#
+# Renders both tracks' splits (`ident3d render --track`, verified against the track), trains every
+# baseline at the budget below, scores each encoder with both protocols and writes
+# OUT/REPRODUCTION.md (`python -m baselines.reproduction OUT`). Every step is skipped when its
+# output exists and a killed training run resumes from its last checkpoint, so re-running the
+# script after an interruption loses at most `checkpoint_every` steps.
+#
+# Budgets (one per kind of run, stated in each leaderboard entry), measured on 2 CPU cores:
+#   contrastive: 1,200 steps of 128 pairs at lr 1e-3 (about 30 minutes)
+#   supervised:  SUPERVISED_STEPS steps of 64 images at lr 1e-3 (about 60 minutes)
+# DEVICE=cuda trains on a GPU instead (the budgets stay; the numbers then are not the entries').
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-cpu-track}
+DEVICE=${DEVICE:-cpu}
+WORKERS=${WORKERS:-2}
+IDENT3D=${IDENT3D:-.venv/bin/ident3d}
+PYTHON=${PYTHON:-.venv/bin/python}
+CONTRASTIVE_STEPS=1200
+CONTRASTIVE_BATCH=128
+SUPERVISED_STEPS=7200
+SUPERVISED_BATCH=64
+LR=1e-3
+# name: data preset seed ("pixels" runs have no training)
+ALL_RUNS="v2-supervised v2-normal-box-s0 v2-normal-box-s1 v2-normal-box-s2 v2-normal-unbounded
+          v2-laplace-box v2-normal-sphere-vmf v2-augm-sphere-vmf v2-pixels legacy-normal-box-s0"
+RUNS=${RUNS:-$ALL_RUNS}
+
+render_track() {  # data-folder track
+    for split in test train; do
+        $IDENT3D -q render --out "$OUT/data/$1" --track "$2" --split "$split" --workers "$WORKERS"
+        [ -f "$OUT/data/$1/$split/images.npy" ] || $IDENT3D -q pack "$OUT/data/$1" --split "$split"
+    done
+}
+
+score() {  # run-folder data-folder
+    local run=$1 data=$2
+    [ -f "$run/result-cl-ica-2021.json" ] || $IDENT3D -q evaluate --data "$data" \
+        --model "$run/encoder.pt2" --protocol cl-ica-2021 --name "$(basename "$run")" \
+        --out "$run/result-cl-ica-2021.json"
+    [ -f "$run/result.json" ] || $IDENT3D -q evaluate --data "$data" --model "$run/encoder.pt2" \
+        --protocol ident3d-eval-v1 --name "$(basename "$run")" --out "$run/result.json"
+}
+
+train() {  # run-name
+    local name=$1 variant=${1%%-*} rest=${1#*-}
+    local seed=0 preset=$rest steps=$CONTRASTIVE_STEPS batch=$CONTRASTIVE_BATCH
+    if [[ $rest =~ ^(.*)-s([0-9]+)$ ]]; then preset=${BASH_REMATCH[1]}; seed=${BASH_REMATCH[2]}; fi
+    if [ "$preset" = supervised ]; then steps=$SUPERVISED_STEPS; batch=$SUPERVISED_BATCH; fi
+    local run="$OUT/runs/$name" data="$OUT/data/$variant-64"
+    if [ "$preset" = pixels ]; then
+        [ -f "$run/encoder.pt2" ] || $PYTHON -m baselines.pixels "$run/encoder.pt2" --size 64
+    elif [ ! -f "$run/encoder.pt2" ]; then
+        local resume=""
+        [ -f "$run/config.json" ] && resume=--resume
+        $IDENT3D -q train --data "$data" --preset "$preset" --out "$run" --iterations "$steps" \
+            --batch-size "$batch" --lr "$LR" --seed "$seed" --device "$DEVICE" $resume
+    fi
+    score "$run" "$data"
+}
+
+render_track v2-64 3dident-v2-64
+[[ " $RUNS " =~ " legacy-" ]] && render_track legacy-64 3dident-legacy-64
+for name in $RUNS; do train "$name"; done
+
+$PYTHON -m baselines.reproduction "$OUT" > "$OUT/REPRODUCTION.md"
+cat "$OUT/REPRODUCTION.md"
+if [ "${ADD_ENTRIES:-0}" = 1 ]; then
+    $PYTHON -m baselines.reproduction "$OUT" --add-entries
+    $IDENT3D leaderboard build
+fi

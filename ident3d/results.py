@@ -1,0 +1,72 @@
+"""The evaluation contract, without torch: protocol names, metric keys, and the result file's
+schema and validation. The evaluator writes results; the leaderboard and users' tools read them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from ident3d import atomic
+from ident3d.errors import ResultError
+
+METRIC_KEYS = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
+PROTOCOLS = ("ident3d-eval-v1", "cl-ica-2021")
+RESULT_SCHEMA = "ident3d-result/1"
+
+
+@dataclass
+class Result:
+    document: dict[str, Any]
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        return self.document["metrics"]
+
+    def save(self, path: Path) -> None:
+        validate_result(self.document)
+        atomic.write_json(Path(path), self.document)
+
+    def table(self) -> str:
+        """A short per-latent table for the terminal."""
+        cols = METRIC_KEYS
+        lines = [f"{'factor':<16}" + "".join(f"{c:>14}" for c in cols)]
+        for row in [*self.document["per_latent"], {"factor": "mean", **self.metrics}]:
+            cells = "".join(f"{row[c]:>14.4f}" if row.get(c) is not None else f"{'-':>14}"
+                            for c in cols)
+            lines.append(f"{row['factor']:<16}{cells}")
+        return "\n".join(lines)
+
+
+def result_schema() -> dict[str, Any]:
+    return json.loads(files("ident3d.schemas").joinpath("result-v1.json").read_text())
+
+
+def validate_result(document: dict[str, Any]) -> None:
+    import jsonschema
+
+    try:
+        jsonschema.validate(document, result_schema())
+    except jsonschema.ValidationError as error:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ResultError(f"result field {where}: {error.message}") from None
+    where = non_finite_field(document)
+    if where is not None:
+        raise ResultError(f"result field {where}: NaN or infinity; every number must be finite.")
+
+
+def non_finite_field(document: Any, where: str = "") -> str | None:
+    """Path of the first NaN or infinite number (JSON Schema lets NaN pass every bound)."""
+    if isinstance(document, float) and not math.isfinite(document):
+        return where or "(top level)"
+    items = (document.items() if isinstance(document, dict) else
+             enumerate(document) if isinstance(document, list) else ())
+    for key, value in items:
+        found = non_finite_field(value, f"{where}/{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
