@@ -157,7 +157,9 @@ def load_preset(name: str, **overrides: Any) -> TrainConfig:
 
 
 def from_json(values: dict[str, Any]) -> TrainConfig:
-    return TrainConfig(**_coerce(values, "config.json"))
+    values = dict(values)
+    preset = values.pop("preset", "custom")
+    return TrainConfig(preset=preset, **_coerce(values, "config.json"))
 
 
 def resume_differences(saved: TrainConfig, now: TrainConfig) -> list[str]:

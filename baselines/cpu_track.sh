@@ -34,7 +34,7 @@ RUNS=${RUNS:-$ALL_RUNS}
 
 render_track() {  # data-folder track
     for split in test train; do
-        $IDENT3D -q render --out "$OUT/data/$1" --track "$2" --split "$split" --workers "$WORKERS"
+        $IDENT3D -q render --data "$OUT/data/$1" --track "$2" --split "$split" --workers "$WORKERS"
         [ -f "$OUT/data/$1/$split/images.npy" ] || $IDENT3D -q pack "$OUT/data/$1" --split "$split"
     done
 }

@@ -17,7 +17,7 @@ from torchvision.transforms import v2
 
 from ident3d.datasets import ThreeDIdent, to_tensor_batch
 from ident3d.errors import TrainingError
-from ident3d.pairs import ContrastivePairs, RenderedPairs
+from ident3d.pairs import ContrastivePairs, RenderedPairs, seeded
 
 SOURCES = ("latent", "rendered", "augment", "anchors")
 
@@ -77,10 +77,7 @@ class AugmentedPairs(Anchors):
         self.augment = simclr_augmentation(dataset.load_array(0).shape[0])
 
     def _views(self, image: torch.Tensor, item: int) -> tuple[torch.Tensor, torch.Tensor]:
-        # torchvision draws from the global generator; fork it so the caller's state is untouched.
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(np.random.default_rng([self.seed, item, 1]).integers(2**62)))
-            return self.augment(image), self.augment(image)
+        return seeded(lambda x: (self.augment(x), self.augment(x)), image, (self.seed, item, 1))
 
     def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:
         images, z = self._draw(items)

@@ -74,14 +74,14 @@ class ThreeDIdent(VisionDataset):
         # Opened lazily (and dropped when pickled) so DataLoader workers map the file themselves.
         if self._packed is None:
             packed = read_array(self.layout.packed, DatasetError,
-                                f"delete it and run `ident3d pack {self.root} --split {self.split}`",
+                                f"delete it and run `ident3d pack --data {self.root} --split {self.split}`",
                                 mmap=True)
             expected = (len(self), *packed.shape[1:])
             if packed.dtype != np.uint8 or packed.ndim != 4 or packed.shape != expected \
                     or packed.shape[-1] != 3:
                 raise DatasetError(f"{self.layout.packed}: shape {packed.shape} {packed.dtype}, "
                                    f"expected ({len(self)}, H, W, 3) uint8. Fix: delete it and run "
-                                   f"`ident3d pack {self.root} --split {self.split}`")
+                                   f"`ident3d pack --data {self.root} --split {self.split}`")
             self._packed = packed
         return self._packed
 
@@ -103,7 +103,7 @@ class ThreeDIdent(VisionDataset):
                 return np.asarray(im.convert("RGB"))
         except FileNotFoundError:
             raise DatasetError(f"{path} is missing. Fix: {self.layout.repair_command()}") from None
-        except (UnidentifiedImageError, OSError, ValueError) as error:
+        except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as error:
             raise DatasetError(f"{path} cannot be decoded ({error}). "
                                f"Fix: {self.layout.repair_command()}") from None
 

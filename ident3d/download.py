@@ -205,7 +205,7 @@ def download_split(root: Path, split: str, record: str = DEFAULT_RECORD,
     if (layout.folder.exists() or layout.folder.is_symlink()) and not overwrite:
         raise DownloadError(
             f"{layout.folder} already exists and was not made by `ident3d download`; it is left "
-            f"untouched. Fix: choose another --root, or add --overwrite to replace it once the new "
+            f"untouched. Fix: choose another --data, or add --overwrite to replace it once the new "
             f"download is complete and verified.")
     key = archive_name(split)
     downloads = root / ".downloads"

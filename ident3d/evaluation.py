@@ -44,15 +44,16 @@ def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.
     if isinstance(model, torch.nn.Module):
         model.to(device)
     out = []
-    with torch.inference_mode():
-        for start in tqdm(range(0, len(indices), batch_size), desc="encode", unit="batch",
-                          disable=not progress):
+    with torch.inference_mode(), tqdm(total=len(indices), desc="encode", unit="img", unit_scale=True,
+                                      disable=not progress) as bar:  # shows images/s and time left
+        for start in range(0, len(indices), batch_size):
             x = to_tensor_batch(dataset.load_batch(indices[start:start + batch_size])).to(device)
             h = model(x)
             if not isinstance(h, torch.Tensor):
                 raise SubmissionError(f"the model returned {type(h).__name__}, expected a tensor "
                                       "of shape (B, d).")
             out.append(h.float().cpu().numpy())
+            bar.update(len(x))
     return np.concatenate(out) if out else np.zeros((0, 0))
 
 

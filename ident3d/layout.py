@@ -84,8 +84,9 @@ class SplitLayout:
         """The command that really restores this split's missing or broken files."""
         root, split = shlex.quote(str(self.root)), shlex.quote(self.split)
         if self.render_job.exists():
-            return f"run `ident3d verify {root} --split {split} --repair` (it re-renders what is broken)"
+            return (f"run `ident3d verify --data {root} --split {split} --repair` (it re-renders what is "
+                    "broken)")
         if self.download_record.exists():
-            return f"run `ident3d download --root {root} --split {split}{self._source()} --overwrite`"
+            return f"run `ident3d download --data {root} --split {split}{self._source()} --overwrite`"
         return ("this split was neither rendered by `ident3d render` nor downloaded by `ident3d "
                 "download`; re-create it the way it was made")

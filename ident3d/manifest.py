@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from ident3d.errors import DatasetError
 from ident3d.latents import FACTORS
@@ -61,8 +61,12 @@ def channel_stats(paths: list[Path]) -> tuple[list[float], list[float]]:
     total_sq = np.zeros(3)
     count = 0
     for path in paths:
-        with Image.open(path) as im:
-            pixels = np.asarray(im.convert("RGB"), dtype=np.float64).reshape(-1, 3) / 255.0
+        try:
+            with Image.open(path) as im:
+                pixels = np.asarray(im.convert("RGB"), dtype=np.float64).reshape(-1, 3) / 255.0
+        except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as error:
+            raise DatasetError(f"{path} cannot be decoded ({error}). Fix: re-render or re-download "
+                               "it (`ident3d verify --data ROOT --repair` for a rendered split).") from None
         total += pixels.sum(0)
         total_sq += (pixels**2).sum(0)
         count += len(pixels)

@@ -9,6 +9,7 @@ anchor as the original did (REFERENCE.md section 5: realised std 0.26 when 0.1 w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -53,18 +54,39 @@ def build_index(latents: np.ndarray, kind: str = "flat", use_gpu: bool | None = 
     return index
 
 
+TRANSFORM_STREAM = 2  # key of a pair's transform stream, after (seed, epoch, item)
+
+
+def seeded(transform: Callable[[torch.Tensor], torch.Tensor], image: torch.Tensor,
+           key: tuple[int, ...]) -> torch.Tensor:
+    """``transform(image)`` with torch's global generator seeded from ``key`` and restored after:
+    random torchvision transforms then give the same result for any number of workers."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(np.random.default_rng(list(key)).integers(2**62)))
+        return transform(image)
+
+
 class PairDataset(Dataset):
     """What every source of positive pairs shares: a batch is one read of the anchors' and
     positives' images, chosen by the subclass's ``sample_indices``."""
 
     dataset: ThreeDIdent
-    epoch: int
+    transform: Callable[[torch.Tensor], torch.Tensor] | None = None
+    _epoch: torch.Tensor | None = None
 
     def sample_indices(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
+    @property
+    def epoch(self) -> int:
+        return 0 if self._epoch is None else int(self._epoch[0])
+
     def set_epoch(self, epoch: int) -> None:
-        self.epoch = int(epoch)
+        """Draw the pairs of ``epoch`` from now on, in this process and in every DataLoader worker,
+        persistent ones included (the epoch lives in shared memory). Call it before iterating."""
+        if self._epoch is None:
+            self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self._epoch[0] = int(epoch)
 
     def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:
         anchor, positive = self.sample_indices(np.asarray(items))
@@ -72,7 +94,22 @@ class PairDataset(Dataset):
         z = torch.from_numpy(self.dataset.latents[anchor])
         z_pos = torch.from_numpy(self.dataset.latents[positive])
         b = len(anchor)
+        if self.transform is not None:
+            # anchor (side 0) and positive (side 1) of an item draw independently
+            epoch = self.epoch
+            images = torch.stack([seeded(self.transform, images[k],
+                                         (self.seed, epoch, int(items[k % b]), TRANSFORM_STREAM, k // b))
+                                  for k in range(2 * b)])
         return [(images[k], images[b + k], z[k], z_pos[k]) for k in range(b)]
+
+    def _check_transform(self, transform: Callable[[torch.Tensor], torch.Tensor] | None) -> None:
+        if self.dataset.transform is not None:
+            raise DatasetError(
+                f"{type(self).__name__} reads image batches directly and would drop the transform of "
+                f"the ThreeDIdent it wraps ({self.dataset.transform!r}). Fix: build ThreeDIdent without "
+                f"transform and pass it as {type(self).__name__}(..., transform=...); it is applied to "
+                "each float image (3, H, W) in [0, 1], seeded per item.")
+        self.transform = transform
 
     def __getitem__(self, item: int) -> tuple[torch.Tensor, ...]:
         return self.__getitems__([item])[0]
@@ -94,12 +131,14 @@ class ContrastivePairs(PairDataset):
 
     def __init__(self, dataset: ThreeDIdent, conditional: str = "normal",
                  scale: float | np.ndarray = 0.1, beta: float | None = None, index: str = "flat",
-                 epoch_length: int | None = None, seed: int = 0, legacy: bool = False) -> None:
+                 epoch_length: int | None = None, seed: int = 0, legacy: bool = False,
+                 transform: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
         conditional_distribution(conditional, beta)  # validate now, not in a worker
         self.scale = broadcast_scale(scale, dataset.latents.shape[1])
         if index not in INDEX_KINDS:
             raise DatasetError(f"unknown index {index!r}; expected one of {', '.join(INDEX_KINDS)}")
         self.dataset, self.conditional, self.beta = dataset, conditional, beta
+        self._check_transform(transform)
         self.index_kind, self.seed, self.legacy = index, seed, legacy
         self.epoch_length = len(dataset) if epoch_length is None else int(epoch_length)
         if self.epoch_length < 1:
@@ -107,7 +146,6 @@ class ContrastivePairs(PairDataset):
         if len(dataset) < 2:
             raise DatasetError(f"{dataset.layout.folder}: {len(dataset)} image(s); positive pairs need at "
                                "least 2 (the positive is never the anchor itself). Fix: render more.")
-        self.epoch = 0
         self._index: Any = None
 
     def __len__(self) -> int:
@@ -164,13 +202,15 @@ class RenderedPairs(PairDataset):
     ``ContrastivePairs``, any integer is a valid item and pairs do not depend on the workers.
     """
 
-    def __init__(self, dataset: ThreeDIdent, epoch_length: int | None = None, seed: int = 0) -> None:
+    def __init__(self, dataset: ThreeDIdent, epoch_length: int | None = None, seed: int = 0,
+                 transform: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
         spec = (dataset.manifest or {}).get("pairs")
         if not spec or len(dataset) % 2:
             raise DatasetError(f"{dataset.layout.folder}: not a paired split (its manifest has no 'pairs' "
                                "record). Fix: render one with `ident3d render --pairs --n PAIRS ...`, or "
                                "use ContrastivePairs for nearest-neighbour positives.")
-        self.dataset, self.spec, self.seed, self.epoch = dataset, spec, seed, 0
+        self.dataset, self.spec, self.seed = dataset, spec, seed
+        self._check_transform(transform)
         self.n_pairs = len(dataset) // 2
         self.epoch_length = self.n_pairs if epoch_length is None else int(epoch_length)
         if self.epoch_length < 1:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 import pickle
+import struct
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -118,3 +120,13 @@ def tar_with(kind: str) -> bytes:
 
 def pickle_bytes(marker: Path) -> bytes:
     return pickle.dumps(Payload(touch_code(marker)))
+
+
+def bomb_png(side: int = 30000) -> bytes:
+    """A PNG header claiming side x side pixels (a decompression bomb) with no pixel data."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b""))
+            + chunk(b"IEND", b""))

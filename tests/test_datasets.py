@@ -150,3 +150,38 @@ def test_top_level_exports_and_negative_indices(tmp_path):
     assert ident3d.ContrastivePairs.__name__ == "ContrastivePairs" and callable(ident3d.evaluate)
     with pytest.raises(AttributeError):
         ident3d.NoSuchThing  # noqa: B018
+
+
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_set_epoch_reaches_persistent_workers(fake_split, ctx):
+    pairs = ContrastivePairs(ThreeDIdent(fake_split), scale=0.3, seed=5, epoch_length=16)
+    loader = DataLoader(pairs, batch_size=8, num_workers=2, persistent_workers=True,
+                        multiprocessing_context=ctx)
+    seen = []
+    for epoch in range(3):
+        pairs.set_epoch(epoch)
+        seen.append(torch.cat([z for _, _, z, _ in loader]))
+    for epoch in range(3):  # the same pairs as a fresh loader without workers gives for that epoch
+        pairs.set_epoch(epoch)
+        torch.testing.assert_close(seen[epoch], collect(pairs)[2], rtol=0, atol=0)
+    assert not torch.equal(seen[0], seen[1]) and not torch.equal(seen[1], seen[2])
+
+
+def test_pairs_apply_their_transform_seeded_per_item_and_refuse_a_dropped_one(fake_split):
+    from torchvision.transforms import v2
+
+    jitter = v2.Compose([v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True),
+                         v2.RandomHorizontalFlip()])
+    plain = ContrastivePairs(ThreeDIdent(fake_split), scale=0.3, seed=2, epoch_length=16)
+    pairs = ContrastivePairs(ThreeDIdent(fake_split), scale=0.3, seed=2, epoch_length=16, transform=jitter)
+    state = torch.get_rng_state()
+    pairs.__getitems__(list(range(8)))
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's generator is left alone
+    reference = collect(pairs)
+    torch.testing.assert_close(reference[2], collect(plain)[2], rtol=0, atol=0)  # same latents
+    assert not torch.equal(reference[0], collect(plain)[0])  # transformed images
+    assert not torch.equal(reference[0], reference[1])
+    for a, b in zip(reference, collect(pairs, num_workers=2), strict=True):  # seeded: workers agree
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    with pytest.raises(DatasetError, match="would drop the transform.*transform=..."):
+        ContrastivePairs(ThreeDIdent(fake_split, transform=ToTensor()))

@@ -16,6 +16,7 @@ import pytest
 import torch
 from conftest import FakeZenodo, write_fake_split
 from hostile import (
+    bomb_png,
     node_target,
     pickle_bytes,
     pickled_weights,
@@ -102,7 +103,8 @@ def world(tmp_path_factory) -> Path:
 
     bad = w / "bad"  # broken copies of a split, one problem each
     for name in ("empty-latents", "truncated-latents", "complex-latents", "range-latents",
-                 "zero-rows", "one-image", "broken-manifest", "missing-image", "packed-garbage"):
+                 "zero-rows", "one-image", "broken-manifest", "missing-image", "packed-garbage",
+                 "bomb-image"):
         write_fake_split(bad / name, "test", n=1 if name == "one-image" else 12, size=SIZE)
     (bad / "empty-latents/test/raw_latents.npy").write_bytes(b"")
     latents = bad / "truncated-latents/test/raw_latents.npy"
@@ -112,6 +114,7 @@ def world(tmp_path_factory) -> Path:
     np.save(bad / "zero-rows/test/raw_latents.npy", np.zeros((0, 10), np.float32))
     (bad / "broken-manifest/test/manifest.json").write_text("{not json")
     (bad / "missing-image/test/images/07.png").unlink()
+    (bad / "bomb-image/test/images/03.png").write_bytes(bomb_png())
     manifest = json.loads((bad / "packed-garbage/test/manifest.json").read_text())
     manifest["packed"] = {"file": "images.npy", "shape": [12, SIZE, SIZE, 3], "dtype": "uint8",
                           "sha256": "0" * 64}
@@ -200,7 +203,7 @@ CASES = [
     Case("batch-size-zero", [*EVAL, "{w}/clean.pt2", "--batch-size", "0"], 2, "--batch-size", OUT),
     Case("batch-size-negative", [*EVAL, "{w}/clean.pt2", "--batch-size", "-3"], 2, "--batch-size", OUT),
     Case("device-cuda-without-gpu", [*EVAL, "{w}/clean.pt2", "--device", "cuda"], 1, "CUDA", OUT),
-    Case("device-nonsense", [*EVAL, "{w}/clean.pt2", "--device", "tpu9"], 1, "tpu9", OUT),
+    Case("device-nonsense", [*EVAL, "{w}/clean.pt2", "--device", "tpu9"], 2, "tpu9", OUT),
     Case("protocol-unknown", [*EVAL, "{w}/clean.pt2", "--protocol", "mine"], 2, "--protocol", OUT),
     # evaluate: broken data
     Case("data-missing", ["evaluate", "--data", "{w}/nowhere", "--model", "{w}/clean.pt2", "--out", OUT],
@@ -211,7 +214,7 @@ CASES = [
                             ("complex-latents", "real numbers"), ("range-latents", "row 0, column 0"),
                             ("zero-rows", "empty"), ("one-image", "at least 4"),
                             ("broken-manifest", "manifest.json"), ("missing-image", "07.png"),
-                            ("packed-garbage", "images.npy"))],
+                            ("packed-garbage", "images.npy"), ("bomb-image", "03.png"))],
     # verify
     Case("verify-no-split", ["verify", "{w}/models"], 1, "no split found"),
     # train: numbers and folders at the boundary
@@ -223,7 +226,7 @@ CASES = [
          "no run there"),
     Case("train-resume-corrupt-checkpoint", ["train", "--data", D, "--out", "{w}/runs/broken", "--resume",
                                              "--preset", "smoke"], 1, "checkpoint.safetensors"),
-    Case("train-unknown-preset", ["train", "--data", D, "--out", "{w}/out/run", "--preset", "nope"], 1,
+    Case("train-unknown-preset", ["train", "--data", D, "--out", "{w}/out/run", "--preset", "nope"], 2,
          "nope", "{w}/out/run"),
     Case("train-out-is-a-file", ["train", "--data", D, "--out", "{w}/a-file"], 1, "a-file"),
     Case("train-cuda-without-gpu", ["train", "--data", D, "--out", "{w}/out/run", "--device", "cuda",

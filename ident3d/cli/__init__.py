@@ -46,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ident3d",
         description="3DIdent identifiability benchmarks: render, load, evaluate, train, compare.",
-        epilog="example:\n  ident3d info --variant v2",
+        epilog=("every verb spells its options the same way: --data ROOT is the dataset root (the folder\n"
+                "holding train/ and test/), --out is what the verb writes (a run folder, a result file, a\n"
+                "figure), --device cpu|gpu picks the processor (cuda, cuda:N also work where torch runs).\n\n"
+                "example:\n  ident3d info --variant v2"),
         formatter_class=HelpFormatter, parents=[common_options()],
     )
     parser.add_argument("--version", action="version", version=f"ident3d {__version__}")
@@ -77,7 +80,12 @@ def describe(error: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Exit 0 on success, 1 on a failure (one `error:` line), 2 on a usage error (argparse)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "check_data", False):  # --data, or an earlier version's spelling of it
+        args.data = args.data or getattr(args, "old_root", None)
+        if args.data is None:
+            parser.error(f"{args.verb}: the following arguments are required: --data")
     quiet, debug = getattr(args, "quiet", False), getattr(args, "debug", False)
     args.quiet = quiet
     ours = logging.WARNING if quiet else logging.INFO

@@ -21,6 +21,20 @@ def _number(kind: type, text: str, acceptable: Callable[[float], bool], wanted: 
     return value
 
 
+# --device has one spelling in every verb: cpu or gpu (cuda is accepted as gpu, and cuda:N where
+# torch runs); these types turn it into what Blender or torch calls the device.
+def torch_device(text: str) -> str:
+    if text in ("auto", "cpu", "cuda", "mps") or (text.startswith("cuda:") and text[5:].isdigit()):
+        return text
+    if text == "gpu":
+        return "cuda"
+    raise argparse.ArgumentTypeError(f"expected cpu, gpu, auto, cuda or cuda:N, got {text!r}")
+
+
+def blender_device(text: str) -> str:
+    return "gpu" if text == "cuda" else text
+
+
 def positive_int(text: str) -> int:
     return _number(int, text, lambda v: v >= 1, "a positive integer")
 
@@ -31,6 +45,18 @@ def nonnegative_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     return _number(float, text, lambda v: v > 0, "a positive finite number")
+
+
+def add_dataset_root(p: argparse.ArgumentParser, help_text: str, *, old_option: str | None = None,
+                     old_positional: bool = False) -> None:
+    """``--data ROOT``: the dataset root, spelled the same in every verb. Spellings of earlier
+    versions (``render --out``, ``download --root``, ``pack ROOT``) still work, unlisted."""
+    p.add_argument("--data", type=Path, help=f"{help_text} (required)")
+    if old_option:
+        p.add_argument(old_option, dest="data", type=Path, help=argparse.SUPPRESS)
+    if old_positional:
+        p.add_argument("old_root", nargs="?", type=Path, help=argparse.SUPPRESS)
+    p.set_defaults(check_data=True)
 
 
 class OutputError(Ident3dError):

@@ -1,16 +1,17 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from ident3d.cli.arguments import add_dataset_root
 
 HELP = "download the published 3DIdent from Zenodo (resumable, MD5-checked, safe extraction)"
-EXAMPLE = "ident3d download --root data/3dident --split test"
+EXAMPLE = "ident3d download --data data/3dident --split test"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from ident3d.download import DEFAULT_BASE_URL, DEFAULT_RECORD
 
-    p.add_argument("--root", type=Path, required=True, help="dataset root")
+    add_dataset_root(p, "dataset root to download into", old_option="--root")
     p.add_argument("--split", default="all", choices=["train", "test", "all"], help="which split to fetch")
     p.add_argument("--record", default=DEFAULT_RECORD, help="Zenodo record id")
     p.add_argument("--base-url", default=DEFAULT_BASE_URL,
@@ -25,6 +26,6 @@ def run(args: argparse.Namespace) -> int:
     from ident3d.download import download_split
 
     for split in ("train", "test") if args.split == "all" else (args.split,):
-        print(download_split(args.root, split, args.record, args.base_url, args.backend,
+        print(download_split(args.data, split, args.record, args.base_url, args.backend,
                              progress=not args.quiet, overwrite=args.overwrite))
     return 0

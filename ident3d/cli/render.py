@@ -4,17 +4,23 @@ import argparse
 import math
 from pathlib import Path
 
-from ident3d.cli.arguments import check_output_folder, nonnegative_int, positive_int
+from ident3d.cli.arguments import (
+    add_dataset_root,
+    blender_device,
+    check_output_folder,
+    nonnegative_int,
+    positive_int,
+)
 from ident3d.latents import CONDITIONALS, N_LATENTS
 from ident3d.scene import MAPPINGS
 from render.settings import PRESETS
 
 HELP = "render a 3DIdent split with Blender (resumable; local processes, Ray, or one shard)"
-EXAMPLE = ("ident3d render --out data/3dident --split train --n 1000 --seed 0 --preset standard\n"
-           "  ident3d render --track 3dident-v2-64 --split test --out data/cpu-track --workers 2\n"
-           "  ident3d render --out data/3dident --split train --n 250000 --shard 3/64   # Slurm array\n"
-           "  ident3d render --out data/3dident --split train --finalize\n"
-           "  ident3d render --out data/paired --split train --n 20000 --pairs --scale 0.05   # exact pairs")
+EXAMPLE = ("ident3d render --data data/3dident --split train --n 1000 --seed 0 --preset standard\n"
+           "  ident3d render --track 3dident-v2-64 --split test --data data/cpu-track --workers 2\n"
+           "  ident3d render --data data/3dident --split train --n 250000 --shard 3/64   # Slurm array\n"
+           "  ident3d render --data data/3dident --split train --finalize\n"
+           "  ident3d render --data data/paired --split train --n 20000 --pairs --scale 0.05   # exact pairs")
 
 
 def shard_arg(text: str) -> tuple[int, int]:
@@ -38,7 +44,7 @@ def scale_arg(text: str) -> tuple[float, ...]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, required=True, help="dataset root")
+    add_dataset_root(p, "dataset root to render into", old_option="--out")
     p.add_argument("--split", default="train", help="split folder name (train, test, ...)")
     p.add_argument("--track", help="render exactly this benchmark track's --split (see `ident3d tracks`); "
                                    "sets the sizes, seeds, variant and render settings")
@@ -50,7 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="quality preset (default: standard)")
     p.add_argument("--resolution", type=positive_int, help="override the preset's image size (px)")
     p.add_argument("--samples", type=positive_int, help="override the preset's Cycles samples")
-    p.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="Cycles device")
+    p.add_argument("--device", default="cpu", type=blender_device, choices=["cpu", "gpu"],
+                   help="Blender Cycles device")
     p.add_argument("--latents", type=Path, help="render these raw latents (.npy, N x 10)")
     p.add_argument("--pairs", action="store_true",
                    help="a paired split: --n exact positive pairs (2n images; anchor 2i, positive 2i+1) "
@@ -67,7 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shard", type=shard_arg, default=(0, 1), metavar="I/N",
                    help="render only shard I of N (for job arrays); finalizes when all exist")
     p.add_argument("--finalize", action="store_true",
-                   help="only merge finished shards of --out/--split into manifest.json")
+                   help="only merge finished shards of --data/--split into manifest.json")
 
 
 def track_job(args: argparse.Namespace):
@@ -77,8 +84,8 @@ def track_job(args: argparse.Namespace):
 
     track = get_track(args.track)
     if track.source != "render":
-        raise TrackError(f"track {track.id} is downloaded, not rendered. Fix: `ident3d download --root "
-                         f"{args.out} --split {args.split}`")
+        raise TrackError(f"track {track.id} is downloaded, not rendered. Fix: `ident3d download --data "
+                         f"{args.data} --split {args.split}`")
     clashes = [flag for flag, value in (("--n", args.n), ("--seed", args.seed), ("--variant", args.variant),
                                         ("--preset", args.preset), ("--resolution", args.resolution),
                                         ("--samples", args.samples), ("--latents", args.latents),
@@ -87,7 +94,7 @@ def track_job(args: argparse.Namespace):
     if clashes:
         raise TrackError(f"--track {track.id} fixes the data; {', '.join(clashes)} would change it. "
                          "Fix: drop those flags (or drop --track to render custom data).")
-    return plan_track_job(args.out, track, args.split, args.device)
+    return plan_track_job(args.data, track, args.split, args.device)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,9 +102,9 @@ def run(args: argparse.Namespace) -> int:
     from render.job import finalize, plan_job, render_split
     from render.settings import resolve_settings
 
-    check_output_folder(args.out, "--out")
+    check_output_folder(args.data, "--data")
     if args.finalize:
-        print(finalize(SplitLayout(args.out, args.split)))
+        print(finalize(SplitLayout(args.data, args.split)))
         return 0
     if args.track:
         job = track_job(args)
@@ -106,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
                                     device=args.device)
         pairs = ({"conditional": args.conditional, "scale": args.scale[0] if len(args.scale) == 1
                   else list(args.scale), "beta": args.beta} if args.pairs else None)
-        job = plan_job(args.out, args.split, n=args.n, seed=0 if args.seed is None else args.seed,
+        job = plan_job(args.data, args.split, n=args.n, seed=0 if args.seed is None else args.seed,
                        variant=args.variant or "v2", settings=settings, latents_file=args.latents,
                        pairs=pairs)
     manifest = render_split(job, engine=args.engine, workers=args.workers, shard=args.shard,

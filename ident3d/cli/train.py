@@ -9,10 +9,11 @@ from ident3d.cli.arguments import (
     nonnegative_int,
     positive_float,
     positive_int,
+    torch_device,
 )
 
 HELP = "train a baseline encoder (ResNet18, the paper's losses) from a preset; exports and scores it"
-EXAMPLE = ("ident3d train --data data/3dident --preset normal-box --out runs/normal-box --device cuda\n"
+EXAMPLE = ("ident3d train --data data/3dident --preset normal-box --out runs/normal-box --device gpu\n"
            "  ident3d train --data demo-out/data --preset smoke --out runs/smoke --resume")
 
 
@@ -26,7 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="one setting on top of --config, e.g. --set tau=0.5 --set scale=[0.1,0.2]; "
                         "repeatable; any field of TrainConfig in baselines/config.py")
     p.add_argument("--out", type=Path, required=True, help="run folder (checkpoints, logs, exports)")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="default: the preset's")
+    p.add_argument("--device", type=torch_device, choices=["auto", "cpu", "cuda"], metavar="{cpu,gpu,auto}",
+                   help="gpu (= cuda), cpu, or auto; default: the preset's")
     p.add_argument("--iterations", type=positive_int, help="default: the preset's")
     p.add_argument("--batch-size", type=positive_int, help="default: the preset's")
     p.add_argument("--lr", type=positive_float, help="encoder learning rate; default: the preset's")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import check_output_file, positive_int
+from ident3d.cli.arguments import blender_device, check_output_file, positive_int
 from ident3d.scene import MAPPINGS
 from render.settings import PRESETS
 
@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default="preview", choices=list(PRESETS), help="quality preset")
     p.add_argument("--resolution", type=positive_int, help="override the preset's image size (px)")
     p.add_argument("--samples", type=positive_int, help="override the preset's Cycles samples")
-    p.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="Cycles device")
+    p.add_argument("--device", default="cpu", type=blender_device, choices=["cpu", "gpu"],
+                   help="Blender Cycles device")
     p.add_argument("--workers", type=positive_int, default=1, help="render processes")
     p.add_argument("--cache", type=Path,
                    help="where the single renders are kept for resuming (default: next to --out)")

@@ -3,15 +3,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import positive_int
+from ident3d.cli.arguments import add_dataset_root, positive_int
 
 HELP = "check a dataset: layout, counts, latent ranges, every image decodes, checksums; --repair fixes"
-EXAMPLE = ("ident3d verify data/3dident --split test --quick\n"
-           "  ident3d verify data/3dident --split train --repair   # re-render broken images, re-pack")
+EXAMPLE = ("ident3d verify --data data/3dident --split test --quick\n"
+           "  ident3d verify --data data/3dident --split train --repair   # re-render broken images, re-pack")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("root", type=Path, help="dataset root")
+    add_dataset_root(p, "dataset root holding the splits", old_positional=True)
     p.add_argument("--split", action="append", help="split to check (repeatable; default: all)")
     p.add_argument("--quick", action="store_true", help="decode a sample of 100 images per split")
     p.add_argument("--repair", action="store_true",
@@ -56,24 +56,24 @@ def track_verdict(root: Path, split: str, name: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     from ident3d.verify import verify_split
 
-    splits = args.split or sorted(p.parent.name for p in args.root.glob("*/raw_latents.npy"))
+    splits = args.split or sorted(p.parent.name for p in args.data.glob("*/raw_latents.npy"))
     if not splits:
         from ident3d.errors import DatasetError
 
-        raise DatasetError(f"{args.root}: no split found (no */raw_latents.npy). Fix: pass the "
+        raise DatasetError(f"{args.data}: no split found (no */raw_latents.npy). Fix: pass the "
                            "dataset root, the folder that holds train/ and test/.")
     failed = False
     for split in splits:
-        report = verify_split(args.root, split, args.quick)
+        report = verify_split(args.data, split, args.quick)
         if args.repair and (report.broken or report.packed_stale):
             print(f"{split}: repairing {len(report.broken)} image(s)"
                   + (" and images.npy" if report.packed_stale else ""))
-            repair(args.root, split, report, args.workers, not args.quiet)
-            report = verify_split(args.root, split, args.quick)
+            repair(args.data, split, report, args.workers, not args.quiet)
+            report = verify_split(args.data, split, args.quick)
         print(f"{split}: {report.checked} images checked, {len(report.problems)} problems")
         for problem in report.problems:
             print(f"  - {problem}")
         failed |= bool(report.problems)
         if args.track:
-            failed |= not track_verdict(args.root, split, args.track)
+            failed |= not track_verdict(args.data, split, args.track)
     return 1 if failed else 0
