@@ -1,4 +1,4 @@
-"""One training config: the original's defaults (REFERENCE section 6), overridden by a preset file
+"""One training config: the original's defaults (docs/facts.md, "Training"), overridden by a preset file
 from ``baselines/presets/`` and then by command-line values.
 """
 

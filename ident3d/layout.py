@@ -1,4 +1,4 @@
-"""Where each file of a dataset split lives (DESIGN.md, "The dataset on disk").
+"""Where each file of a dataset split lives (README, "Dataset card").
 
 ``<root>/<split>/images/<index>.png``, ``raw_latents.npy``, ``latents.npy``, ``manifest.json``,
 plus ``images.npy`` once packed and ``render_job.json`` / ``shards/`` while rendering.

@@ -1,4 +1,4 @@
-"""``manifest.json``: what a split holds and how it was made (DESIGN.md, "The dataset on disk")."""
+"""``manifest.json``: what a split holds and how it was made (README, "Dataset card")."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Zimmermann et al. (ICML 2021), section 6: an anchor latent is drawn uniformly, a
 conditional around it, and both are replaced by their nearest neighbours among the rendered
 latents (FAISS, L2 on raw latents). Here the positive is drawn around the *returned* anchor, so the
 realised spread stays close to the requested one; ``legacy=True`` draws it around the pre-snap
-anchor as the original did (REFERENCE.md section 5: realised std 0.26 when 0.1 was asked).
+anchor as the original did (docs/facts.md, "Positive pairs": realised std 0.26 when 0.1 was asked).
 """
 
 from __future__ import annotations

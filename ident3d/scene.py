@@ -2,7 +2,7 @@
 
 Pure numpy, so the whole mapping is tested without Blender; ``render`` only applies the result.
 Geometry and colour constants follow Zimmermann et al. (ICML 2021), appendix A.4, and the
-measurements in REFERENCE.md section 1.
+measurements in docs/facts.md ("Latents").
 
 Two mappings share factor order, ranges and geometry and differ only in colour:
 
@@ -26,7 +26,7 @@ import numpy as np
 from ident3d.errors import LatentError
 from ident3d.latents import N_LATENTS, check_raw_latents
 
-TEAPOT_SIZE = 4.4421  # largest dimension of the scaled teapot, "s" in REFERENCE.md
+TEAPOT_SIZE = 4.4421  # largest dimension of the scaled teapot, "s" in docs/facts.md
 POSITION_SCALE = 3.0  # location = 3 u
 ANGLE_SCALE = np.pi / 2  # rotations and spotlight angle = (pi / 2) u
 HUE_SCALE = 1 / 4  # hue in turns = (pi / 2) u / (2 pi)

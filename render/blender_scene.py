@@ -1,6 +1,6 @@
 """Build the 3DIdent scene in code with bpy and render single images into it.
 
-Scene values follow REFERENCE.md section 2 (the original CLEVR-derived scene read in current
+Scene values follow docs/facts.md ("Scene") (the original CLEVR-derived scene read in current
 Blender). Only ``apply`` changes between images: object transform, spot position and the colours.
 """
 

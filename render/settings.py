@@ -1,4 +1,4 @@
-"""Render settings and the quality presets (REFERENCE.md sections 2 and 3)."""
+"""Render settings and the quality presets (docs/facts.md, "Scene" and "Blender as a module")."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Blender ships no teapot. Newell's public-domain patch data (``data/newell_teapot.txt``) is
 tessellated, welded, rotated so that the spout points to (+x, -y), and scaled and re-centred so that
-its bounding box equals the original 3DIdent mesh's local bounding box (REFERENCE.md section 2);
+its bounding box equals the original 3DIdent mesh's local bounding box (docs/facts.md, "Scene");
 the object scale of 1.5 is applied in Blender and gives the 4.4421 size of ``ident3d.scene``.
 """
 

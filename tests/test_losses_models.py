@@ -128,7 +128,7 @@ def test_the_small_stem_keeps_resolution_and_rebuilds_from_its_config():
 def test_every_preset_is_a_valid_config(name):
     config = load_preset(name, data="/data")
     assert config.preset == name and config.data == "/data"
-    if name != "smoke":  # the original's optimisation defaults (REFERENCE section 6)
+    if name != "smoke":  # the original's optimisation defaults (docs/facts.md, "Training")
         assert (config.batch_size, config.lr, config.iterations) == (512, 1e-4, 30_000)
 
 
