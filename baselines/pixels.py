@@ -24,13 +24,9 @@ class PixelReadout(torch.nn.Module):
 
 def export_pixel_readout(path: Path, size: int) -> Path:
     """Write the read-out for ``size`` x ``size`` images as a ``.pt2`` (any batch size)."""
-    from ident3d.atomic import atomic_path
+    from baselines.train import export_program
 
-    program = torch.export.export(PixelReadout().eval(), (torch.rand(2, 3, size, size),),
-                                  dynamic_shapes=({0: torch.export.Dim("batch")},))
-    with atomic_path(Path(path), suffix=".pt2") as tmp:
-        torch.export.save(program, str(tmp))
-    return Path(path)
+    return export_program(PixelReadout(), Path(path), size)
 
 
 def main(argv: list[str] | None = None) -> int:

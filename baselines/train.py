@@ -153,15 +153,22 @@ def quick_score(model: torch.nn.Module, dataset: ThreeDIdent, n: int, device: to
 
 # ---- export ----
 
-def export(model: Encoder, out: Path, resolution: int) -> tuple[Path, Path]:
-    """Write encoder.pt2 (torch.export, dynamic batch) and encoder.safetensors (for --arch)."""
-    model = model.to("cpu").eval()
+def export_program(model: torch.nn.Module, pt2: Path, resolution: int) -> Path:
+    """Write ``model`` (eval mode, CPU) as a ``.pt2`` for images of ``resolution`` px, any batch size."""
     example = torch.rand(2, 3, resolution, resolution)
-    program = torch.export.export(model, (example,), dynamic_shapes=({0: torch.export.Dim("batch")},))
-    pt2, weights = out / "encoder.pt2", out / "encoder.safetensors"
+    program = torch.export.export(model.to("cpu").eval(), (example,),
+                                  dynamic_shapes=({0: torch.export.Dim("batch")},))
     buffer = io.BytesIO()  # torch.export.save wants a name ending in .pt2, or a buffer
     torch.export.save(program, buffer)
     atomic.write_bytes(pt2, buffer.getvalue())
+    return pt2
+
+
+def export(model: Encoder, out: Path, resolution: int) -> tuple[Path, Path]:
+    """Write encoder.pt2 (torch.export, dynamic batch) and encoder.safetensors (for --arch)."""
+    model = model.to("cpu").eval()
+    pt2 = export_program(model, out / "encoder.pt2", resolution)
+    weights = out / "encoder.safetensors"
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
     with atomic.atomic_path(weights, suffix=".safetensors") as tmp:
         save_file(state, str(tmp), metadata={"arch": ARCH, "config": json.dumps(model.config())})
