@@ -214,12 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="the folder given to baselines/cpu_track.sh")
     parser.add_argument("--add-entries", action="store_true",
                         help="re-score every run and write verified leaderboard entries")
-    parser.add_argument("--entries", type=Path, help="entry folder (default: leaderboard/entries)")
+    parser.add_argument("--entries", type=Path, help="entry folder (default: ./leaderboard/entries)")
     args = parser.parse_args(argv)
     if args.add_entries:
-        from leaderboard.entries import ENTRIES_DIR
-
-        for path in add_entries(args.out, args.entries or ENTRIES_DIR):
+        for path in add_entries(args.out, args.entries or Path("leaderboard/entries")):
             print(path)
     else:
         print(summarize(args.out))

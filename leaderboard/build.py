@@ -13,6 +13,7 @@ from leaderboard.entries import ENTRIES_DIR, load_entries
 from leaderboard.markdown import render_markdown
 from leaderboard.site import render_site
 
+# Where the committed outputs of this repository live (what CI checks against the entries).
 REPOSITORY = ENTRIES_DIR.parent.parent
 MARKDOWN = REPOSITORY / "LEADERBOARD.md"
 SITE = ENTRIES_DIR.parent / "site" / "index.html"
@@ -24,7 +25,8 @@ def outputs(entries_dir: Path = ENTRIES_DIR, markdown: Path = MARKDOWN, site: Pa
     return {Path(markdown): render_markdown(entries).encode(), Path(site): render_site(entries).encode()}
 
 
-def build(entries_dir: Path = ENTRIES_DIR, markdown: Path = MARKDOWN, site: Path = SITE) -> list[Path]:
+def build(entries_dir: Path, markdown: Path, site: Path) -> list[Path]:
+    """Write both outputs (the caller names where: never inside an installed package)."""
     written = []
     for path, content in outputs(entries_dir, markdown, site).items():
         atomic.write_bytes(path, content)

@@ -137,7 +137,7 @@ def rescore(result: dict[str, Any], checkpoint: Path, data: Path, tolerance: flo
     return fresh
 
 
-def write_entry(entry: dict[str, Any], directory: Path = ENTRIES_DIR) -> Path:
+def write_entry(entry: dict[str, Any], directory: Path) -> Path:
     """Write a new entry; an existing ID is refused, never overwritten."""
     validate_entry(entry, f"entry {entry.get('id')}")
     path = Path(directory) / f"{entry['id']}.json"

@@ -172,6 +172,24 @@ def test_compare_prints_the_rank_without_writing(tmp_path):
     assert sorted(p.name for p in ENTRIES_DIR.iterdir()) == before
 
 
+def test_add_and_build_write_only_into_the_clone_they_run_in(tmp_path):
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(fake_result(0.9, 0.9)))
+    before = sorted(p.name for p in ENTRIES_DIR.iterdir())
+    for argv in (["add", str(result), "--id", "Doe2026Elsewhere"], ["build"]):
+        out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", *argv], cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert out.returncode == 1 and "no leaderboard here" in out.stderr, out.stderr
+    assert sorted(p.name for p in ENTRIES_DIR.iterdir()) == before
+    (tmp_path / "leaderboard/entries").mkdir(parents=True)  # a clone: writes land in it
+    for argv in (["add", str(result), "--id", "Doe2026Elsewhere"], ["build"]):
+        out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", *argv], cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+    assert (tmp_path / "leaderboard/entries/Doe2026Elsewhere.json").exists()
+    assert (tmp_path / "LEADERBOARD.md").exists() and (tmp_path / "leaderboard/site/index.html").exists()
+
+
 @pytest.fixture
 def served_site(tmp_path):
     """The built page of the committed entries plus one of another protocol, on 127.0.0.1."""

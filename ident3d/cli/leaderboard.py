@@ -16,12 +16,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     build = sub.add_parser("build", help="write LEADERBOARD.md and the site from the entries")
     build.add_argument("--check", action="store_true",
                        help="write nothing; exit 1 when the outputs differ from a fresh build")
-    build.add_argument("--markdown", type=Path, help="the Markdown file (default: LEADERBOARD.md)")
-    build.add_argument("--site", type=Path, help="the page (default: leaderboard/site/index.html)")
+    build.add_argument("--markdown", type=Path, help="the Markdown file (default: ./LEADERBOARD.md)")
+    build.add_argument("--site", type=Path, help="the page (default: ./leaderboard/site/index.html)")
     add = sub.add_parser("add", help="validate a result file and write it as a new entry")
     compare = sub.add_parser("compare", help="print where a result would rank; writes nothing")
     for q in (build, add, compare):
-        q.add_argument("--entries", type=Path, help="folder of entry files (default: leaderboard/entries)")
+        q.add_argument("--entries", type=Path,
+                       help="folder of entry files (default: leaderboard/entries of the clone you are in; "
+                            "compare falls back to the entries shipped with ident3d)")
     for q in (add, compare):
         q.add_argument("result", type=Path, help="a result file from `ident3d evaluate`")
         q.add_argument("--track", help="the track whose table you mean; refused unless the result was "
@@ -54,6 +56,16 @@ def _read_result(path: Path) -> dict:
     return document
 
 
+def _clone_entries(here: Path) -> Path:
+    entries = here / "leaderboard" / "entries"
+    if not entries.is_dir():
+        from ident3d.errors import ResultError
+
+        raise ResultError(f"{entries}: no leaderboard here. Fix: run this from the root of your ident3d "
+                          "clone, or pass --entries DIR (and --markdown/--site for build).")
+    return entries
+
+
 def _track_id(name: str | None) -> str | None:
     """``NAME`` or ``NAME@VERSION`` as a full track id; custom keys pass as they are."""
     if name is None or name.startswith("custom:"):
@@ -64,13 +76,19 @@ def _track_id(name: str | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from leaderboard.build import MARKDOWN, SITE, build, stale
+    from leaderboard.build import build, stale
     from leaderboard.compare import report
     from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, rescore, write_entry
 
-    args.entries = args.entries or ENTRIES_DIR
+    here = Path.cwd()
+    if args.action == "compare":
+        local = here / "leaderboard" / "entries"
+        args.entries = args.entries or (local if local.is_dir() else ENTRIES_DIR)
+    else:  # add and build write: only where the user says, or into the clone they are in
+        args.entries = args.entries or _clone_entries(here)
     if args.action == "build":
-        args.markdown, args.site = args.markdown or MARKDOWN, args.site or SITE
+        args.markdown = args.markdown or here / "LEADERBOARD.md"
+        args.site = args.site or here / "leaderboard" / "site" / "index.html"
         if args.check:
             outdated = stale(args.entries, args.markdown, args.site)
             for path in outdated:
