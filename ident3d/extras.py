@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 
 EXTRA_OF_MODULE = {
@@ -13,8 +14,28 @@ EXTRA_OF_MODULE = {
 }
 
 
+# Distributions that all install the module ``faiss``; with two of them one silently overwrites the
+# other's files, so ident3d refuses to guess which one is loaded.
+FAISS_DISTRIBUTIONS = ("faiss-cpu", "faiss-gpu", "faiss-gpu-cu12")
+
+
+def installed(distributions: tuple[str, ...]) -> list[str]:
+    found = []
+    for name in distributions:
+        try:
+            version(name)
+            found.append(name)
+        except PackageNotFoundError:
+            pass
+    return found
+
+
 def require(module: str) -> ModuleType:
     """Import ``module`` or raise ImportError naming the ``pip install "ident3d[extra]"`` to run."""
+    if module == "faiss" and len(clash := installed(FAISS_DISTRIBUTIONS)) > 1:
+        raise ImportError(f"{' and '.join(clash)} are both installed and both own the module 'faiss', "
+                          f"so neither is reliably the one loaded. Fix: pip uninstall -y {' '.join(clash)}, "
+                          'then pip install "ident3d[faiss]" (CPU) or "ident3d[gpu]" (CUDA), not both.')
     try:
         return importlib.import_module(module)
     except ImportError as error:
