@@ -9,7 +9,6 @@ cl-ica loader). Same data, same cores, batch 256.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,9 +22,7 @@ from ident3d.datasets import ThreeDIdent
 from ident3d.latents import sample_conditional
 from ident3d.packing import pack_split
 from ident3d.pairs import ContrastivePairs, build_index
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import write_fake_split  # noqa: E402
+from ident3d.synthetic import write_synthetic_split
 
 
 class PerItemPairs(Dataset):
@@ -68,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("png", "packed"):  # the same seeded images twice; one copy gets packed
-            write_fake_split(Path(tmp) / name, "train", n=args.n, size=64, manifest=True)
+            write_synthetic_split(Path(tmp) / name, "train", n=args.n, size=64)
         pack_split(Path(tmp) / "packed", "train", progress=False)
         png_ds = ThreeDIdent(Path(tmp) / "png", "train")
         packed_ds = ThreeDIdent(Path(tmp) / "packed", "train")

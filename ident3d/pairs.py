@@ -103,7 +103,7 @@ class PairDataset(Dataset):
         return [(images[k], images[b + k], z[k], z_pos[k]) for k in range(b)]
 
     def _check_transform(self, transform: Callable[[torch.Tensor], torch.Tensor] | None) -> None:
-        if self.dataset.transform is not None:
+        if getattr(self.dataset, "transform", None) is not None:
             raise DatasetError(
                 f"{type(self).__name__} reads image batches directly and would drop the transform of "
                 f"the ThreeDIdent it wraps ({self.dataset.transform!r}). Fix: build ThreeDIdent without "
@@ -153,7 +153,8 @@ class ContrastivePairs(PairDataset):
 
     def __repr__(self) -> str:
         scale = self.scale[0] if np.ptp(self.scale) == 0 else self.scale.tolist()
-        return (f"ContrastivePairs({len(self.dataset)} images of {self.dataset.layout.folder}, "
+        where = getattr(getattr(self.dataset, "layout", None), "folder", type(self.dataset).__name__)
+        return (f"ContrastivePairs({len(self.dataset)} images of {where}, "
                 f"{self.conditional} scale {scale}, index {self.index_kind}, seed {self.seed}"
                 f"{', legacy' if self.legacy else ''})")
 

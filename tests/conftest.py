@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ident3d.synthetic import write_synthetic_split as write_fake_split  # noqa: F401 (used by tests)
+
 
 @pytest.fixture(autouse=True, scope="session")
 def blender_home(tmp_path_factory):
@@ -37,38 +39,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason='needs bpy: pip install "ident3d[render]"'))
         if no_cuda and "gpu" in item.keywords:
             item.add_marker(pytest.mark.skip(reason="needs CUDA"))
-
-
-def write_fake_split(root: Path, split: str = "train", n: int = 50, size: int = 16,
-                     manifest: bool = True, seed: int = 0) -> Path:
-    """A tiny but real on-disk split without Blender: each image's colours encode its latents."""
-    import numpy as np
-    from PIL import Image
-
-    from ident3d import atomic
-    from ident3d.latents import sample_uniform
-    from ident3d.layout import SplitLayout, padding_width
-    from ident3d.manifest import build_manifest, channel_stats
-
-    lay = SplitLayout(Path(root), split)
-    lay.images.mkdir(parents=True, exist_ok=True)
-    z = sample_uniform(n, seed)
-    np.save(lay.raw_latents, z)
-    np.save(lay.latents, z * 3)
-    width = padding_width(n)
-    rng = np.random.default_rng(seed)
-    for i in range(n):
-        base = ((z[i, :3] + 1) * 127.5)[None, None, :]
-        noise = rng.integers(0, 8, size=(size, size, 3))
-        Image.fromarray(np.clip(base + noise, 0, 255).astype(np.uint8)).save(lay.image(i, width))
-    if manifest:
-        paths = [lay.image(i, width) for i in range(n)]
-        mean, std = channel_stats(paths)
-        atomic.write_json(lay.manifest, build_manifest(
-            variant="v2", n=n, padding=width, renderer={"name": "test-fixture"}, settings={},
-            seeds={"latents": seed}, latents_sha256=atomic.sha256_array(z),
-            files={p.name: atomic.sha256_file(p) for p in paths}, image_mean=mean, image_std=std))
-    return lay.folder
 
 
 @pytest.fixture
