@@ -50,8 +50,8 @@ def simclr_augmentation(size: int) -> v2.Compose:
 class Anchors(Dataset):
     """Items ``(x, z)``: uniformly drawn images with their latents (for the supervised topline)."""
 
-    def __init__(self, dataset: ThreeDIdent, seed: int = 0) -> None:
-        self.dataset, self.seed = dataset, seed
+    def __init__(self, dataset: ThreeDIdent, seed: int = 0, uint8: bool = False) -> None:
+        self.dataset, self.seed, self.uint8 = dataset, seed, uint8
 
     def __len__(self) -> int:
         return len(self.dataset)
@@ -59,7 +59,8 @@ class Anchors(Dataset):
     def _draw(self, items: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         picks = np.array([np.random.default_rng([self.seed, int(i)]).integers(len(self.dataset))
                           for i in items])
-        return to_tensor_batch(self.dataset.load_batch(picks)), torch.from_numpy(self.dataset.latents[picks])
+        images = to_tensor_batch(self.dataset.load_batch(picks), self.uint8)
+        return images, torch.from_numpy(self.dataset.latents[picks])
 
     def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:
         images, z = self._draw(items)
@@ -85,14 +86,16 @@ class AugmentedPairs(Anchors):
 
 
 def pair_source(kind: str, dataset: ThreeDIdent, *, seed: int, conditional: str = "normal",
-                scale: float | list[float] = 0.1, index: str = "flat") -> Dataset:
+                scale: float | list[float] = 0.1, index: str = "flat", uint8: bool = False) -> Dataset:
+    """The training examples of ``kind``; ``uint8`` delivers uint8 images (not for ``augment``,
+    whose colour jitter is defined on floats)."""
     if kind == "latent":
         return ContrastivePairs(dataset, conditional=conditional, scale=scale, index=index,
-                                seed=seed)
+                                seed=seed, uint8=uint8)
     if kind == "rendered":
-        return RenderedPairs(dataset, seed=seed)
+        return RenderedPairs(dataset, seed=seed, uint8=uint8)
     if kind == "augment":
         return AugmentedPairs(dataset, seed=seed)
     if kind == "anchors":
-        return Anchors(dataset, seed=seed)
+        return Anchors(dataset, seed=seed, uint8=uint8)
     raise TrainingError(f"unknown positives {kind!r}; expected one of {', '.join(SOURCES)}")

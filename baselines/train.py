@@ -178,8 +178,9 @@ def export(model: Encoder, out: Path, resolution: int) -> tuple[Path, Path]:
 # ---- the loop ----
 
 def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int, device: torch.device) -> DataLoader:
+    # on CUDA the loader hands over uint8 (a quarter of the bytes) and the GPU converts
     source = pair_source(config.positives, dataset, seed=config.seed, conditional=config.conditional,
-                         scale=config.scale, index=config.index)
+                         scale=config.scale, index=config.index, uint8=device.type == "cuda")
     workers = config.workers
     if workers < 0:
         workers = min(8, max(1, (os.cpu_count() or 2) - 1)) if device.type == "cuda" else 0
@@ -244,6 +245,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
             x = torch.cat(batch[:2]) if pairs else batch[0]
             z = batch[-2 if pairs else -1].to(device, non_blocking=True)
             x = x.to(device, non_blocking=True, memory_format=memory_format)
+            if x.dtype == torch.uint8:
+                x = x.float().div_(255.0)
             with autocast:
                 h = forward(x).float()
             b = len(z)

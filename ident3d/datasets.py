@@ -140,9 +140,12 @@ class ThreeDIdent(VisionDataset):
         return Normalize(mean, std)
 
 
-def to_tensor_batch(images: np.ndarray) -> torch.Tensor:
-    """uint8 (B, H, W, 3) to float32 (B, 3, H, W) in [0, 1], the evaluator's input contract."""
-    return torch.from_numpy(images).permute(0, 3, 1, 2).float().div_(255.0)
+def to_tensor_batch(images: np.ndarray, uint8: bool = False) -> torch.Tensor:
+    """uint8 (B, H, W, 3) to float32 (B, 3, H, W) in [0, 1], the evaluator's input contract; with
+    ``uint8``, the same layout left as uint8 (a quarter of the bytes to move; convert on the device
+    with ``x.float().div_(255)``)."""
+    x = torch.from_numpy(images).permute(0, 3, 1, 2)
+    return x if uint8 else x.float().div_(255.0)
 
 
 def manifest_summary(root: Path, split: str) -> dict[str, Any]:

@@ -72,6 +72,7 @@ class PairDataset(Dataset):
 
     dataset: ThreeDIdent
     transform: Callable[[torch.Tensor], torch.Tensor] | None = None
+    uint8: bool = False  # deliver uint8 images; the training device converts them
     _epoch: torch.Tensor | None = None
 
     def sample_indices(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -90,7 +91,7 @@ class PairDataset(Dataset):
 
     def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:
         anchor, positive = self.sample_indices(np.asarray(items))
-        images = to_tensor_batch(self.dataset.load_batch(np.concatenate([anchor, positive])))
+        images = to_tensor_batch(self.dataset.load_batch(np.concatenate([anchor, positive])), self.uint8)
         z = torch.from_numpy(self.dataset.latents[anchor])
         z_pos = torch.from_numpy(self.dataset.latents[positive])
         b = len(anchor)
@@ -132,12 +133,13 @@ class ContrastivePairs(PairDataset):
     def __init__(self, dataset: ThreeDIdent, conditional: str = "normal",
                  scale: float | np.ndarray = 0.1, beta: float | None = None, index: str = "flat",
                  epoch_length: int | None = None, seed: int = 0, legacy: bool = False,
-                 transform: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
+                 transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                 uint8: bool = False) -> None:
         conditional_distribution(conditional, beta)  # validate now, not in a worker
         self.scale = broadcast_scale(scale, dataset.latents.shape[1])
         if index not in INDEX_KINDS:
             raise DatasetError(f"unknown index {index!r}; expected one of {', '.join(INDEX_KINDS)}")
-        self.dataset, self.conditional, self.beta = dataset, conditional, beta
+        self.dataset, self.conditional, self.beta, self.uint8 = dataset, conditional, beta, uint8
         self._check_transform(transform)
         self.index_kind, self.seed, self.legacy = index, seed, legacy
         self.epoch_length = len(dataset) if epoch_length is None else int(epoch_length)
@@ -204,13 +206,14 @@ class RenderedPairs(PairDataset):
     """
 
     def __init__(self, dataset: ThreeDIdent, epoch_length: int | None = None, seed: int = 0,
-                 transform: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
+                 transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                 uint8: bool = False) -> None:
         spec = (dataset.manifest or {}).get("pairs")
         if not spec or len(dataset) % 2:
             raise DatasetError(f"{dataset.layout.folder}: not a paired split (its manifest has no 'pairs' "
                                "record). Fix: render one with `ident3d render --pairs --n PAIRS ...`, or "
                                "use ContrastivePairs for nearest-neighbour positives.")
-        self.dataset, self.spec, self.seed = dataset, spec, seed
+        self.dataset, self.spec, self.seed, self.uint8 = dataset, spec, seed, uint8
         self._check_transform(transform)
         self.n_pairs = len(dataset) // 2
         self.epoch_length = self.n_pairs if epoch_length is None else int(epoch_length)

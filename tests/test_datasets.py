@@ -185,3 +185,12 @@ def test_pairs_apply_their_transform_seeded_per_item_and_refuse_a_dropped_one(fa
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     with pytest.raises(DatasetError, match="would drop the transform.*transform=..."):
         ContrastivePairs(ThreeDIdent(fake_split, transform=ToTensor()))
+
+
+def test_uint8_batches_are_the_float_batches_before_conversion(fake_split):
+    floats = collect(ContrastivePairs(ThreeDIdent(fake_split), seed=4, epoch_length=16))
+    raw = collect(ContrastivePairs(ThreeDIdent(fake_split), seed=4, epoch_length=16, uint8=True))
+    assert raw[0].dtype == torch.uint8 and raw[0].shape == floats[0].shape
+    for k in (0, 1):
+        torch.testing.assert_close(raw[k].float().div_(255), floats[k], rtol=0, atol=0)
+    torch.testing.assert_close(raw[2], floats[2], rtol=0, atol=0)
