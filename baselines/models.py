@@ -1,8 +1,9 @@
 """The baseline encoder of Zimmermann et al. (2021): ResNet18 -> LeakyReLU -> Linear -> output space.
 
 The encoder takes images in [0, 1] (the evaluator's input contract) and applies the training
-data's per-channel mean and std itself, so an exported file needs nothing else. It is registered
-in ``ident3d.registry`` as ``resnet18-contrastive`` so safetensors weights can be evaluated.
+data's per-channel mean and std itself, so an exported file needs nothing else. It is offered to
+the evaluator as the architecture ``resnet18-contrastive`` (an entry point, see ``ident3d.registry``),
+so safetensors weights can be evaluated.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import torchvision
 from torch import nn
 
 from ident3d.errors import SubmissionError, TrainingError
-from ident3d.registry import register
 
 ARCH = "resnet18-contrastive"
 HIDDEN = 100  # ResNet18's output width in the original
@@ -109,7 +109,6 @@ class Encoder(nn.Module):
 MAX_LATENT_DIM = 4096  # a config from a submitted file must not allocate without bound
 
 
-@register(ARCH)
 def build_encoder(config: dict[str, Any]) -> Encoder:
     """Rebuild an Encoder from the config stored in a safetensors file (which may be crafted)."""
     if not isinstance(config, dict):

@@ -217,3 +217,14 @@ def test_cl_ica_mean_keeps_negative_r2_as_the_original_did(data, tmp_path):
     v1 = evaluate(tmp_path / "half.npy", data, progress=False)
     clipped = [p["linear_r2"] for p in v1.document["per_latent"]]
     assert v1.metrics["linear_r2"] == pytest.approx(np.mean(clipped))
+
+
+def test_architectures_come_from_entry_points_and_unknown_ones_list_the_known():
+    from ident3d.errors import SubmissionError
+    from ident3d.registry import build, known
+
+    assert "resnet18-contrastive" in known()
+    model = build("resnet18-contrastive", {"latent_dim": 4, "space": "sphere"})
+    assert model.head[-1].out_features == 4
+    with pytest.raises(SubmissionError, match="not a registered architecture.*resnet18-contrastive"):
+        build("resnet99", {})
