@@ -24,6 +24,15 @@ def dataset_card(mapping: str = "v2") -> str:
             f"| {factor.scene_quantity} | {formula} | {factor.unit} | "
             f"{'yes' if factor.periodic else 'no'} |"
         )
+    lines += [
+        "",
+        "Files of a split: `raw_latents.npy` holds u (N x 10, float32, in [-1, 1]), the values that "
+        "loaders, positive pairs and the evaluator use; `latents.npy` holds the scene quantities of "
+        "the column \"mapping from u\" (positions in scene units, angles in radians, hues in turns"
+        + (", wrapped to [0, 1)" if m.wraps_hue else ", not wrapped, as in the published archives")
+        + "); `images/` the PNGs, `manifest.json` how they were made (variant, render settings, seeds, "
+        "checksums, image statistics), and `images.npy` the packed uint8 images after `ident3d pack`.",
+    ]
     return "\n".join(lines)
 
 

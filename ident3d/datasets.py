@@ -13,7 +13,7 @@ from torchvision.datasets import VisionDataset
 from torchvision.transforms import Normalize
 
 from ident3d.errors import DatasetError, LatentError
-from ident3d.latents import check_raw_latents
+from ident3d.latents import FACTOR_NAMES, check_raw_latents
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import channel_stats, read_manifest
 from ident3d.readers import read_array
@@ -34,6 +34,7 @@ class ThreeDIdent(VisionDataset):
                  download: bool = False) -> None:
         super().__init__(str(root), transform=transform, target_transform=target_transform)
         self.split = split
+        self.factor_names = FACTOR_NAMES  # column j of the latents is factor_names[j]
         self.layout = SplitLayout(Path(root), split)
         if download and not self.layout.raw_latents.exists():
             from ident3d.download import download_split

@@ -87,7 +87,7 @@ def test_every_readme_command_runs(tmp_path):
         server.close()
     verbs = {line.split()[1] for line in ran if line.startswith("ident3d")}
     assert verbs >= {"render", "traverse", "download", "verify", "pack", "evaluate", "train", "leaderboard"}
-    assert sum(not line.startswith("ident3d") for line in ran) == 2  # the two python blocks
+    assert sum(not line.startswith("ident3d") for line in ran) == 3  # the three python blocks
     assert json.loads((tmp_path / "result.json").read_text())["model"]["name"] == "MyModel"
     assert (tmp_path / "entries/Doe2026Contrastive_smoke.json").exists()
     assert (tmp_path / "site/index.html").exists() and (tmp_path / "traversal-v2.png").exists()
