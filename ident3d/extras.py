@@ -11,6 +11,9 @@ EXTRA_OF_MODULE = {
     "faiss": "faiss",
     "ray": "distributed",
     "zenodo_get": "zenodo",
+    "pyarrow": "exchange",
+    "datasets": "exchange",
+    "webdataset": "exchange",
 }
 
 

@@ -15,8 +15,9 @@ from ident3d import __version__
 from ident3d.errors import Ident3dError
 
 OWN_LOGGERS = ("ident3d", "render", "baselines", "leaderboard")
-VERBS = ("info", "tracks", "render", "traverse", "pack", "download", "verify", "train", "evaluate",
-         "leaderboard", "demo")
+VERBS = ("info", "tracks", "render", "traverse", "pack", "download", "verify", "export", "import", "train",
+         "evaluate", "leaderboard", "demo")
+MODULE_OF_VERB = {"import": "import_split"}  # "import" is a Python keyword
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ident3d {__version__}")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb in VERBS:
-        module = importlib.import_module(f"ident3d.cli.{verb}")
+        module = importlib.import_module(f"ident3d.cli.{MODULE_OF_VERB.get(verb, verb)}")
         p = sub.add_parser(verb, help=module.HELP, description=module.HELP,
                            epilog="example:\n  " + module.EXAMPLE, formatter_class=HelpFormatter,
                            parents=[common_options()])

@@ -1,0 +1,25 @@
+"""``ident3d import``: the module is not named ``import`` (a Python keyword)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ident3d.cli.arguments import add_dataset_root, check_output_folder
+
+HELP = "import a split exported with `ident3d export` (checks every image and the latents)"
+EXAMPLE = "ident3d import --from exports/cpu-track --split test --data data/imported"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--from", dest="source", type=Path, required=True, help="the folder of the shards")
+    p.add_argument("--split", default="test", help="which exported split, and the split folder to write")
+    add_dataset_root(p, "dataset root to write the split into")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ident3d.exchange import import_split
+
+    check_output_folder(args.data, "--data")
+    print(import_split(args.source, args.data, args.split).folder)
+    return 0

@@ -1,0 +1,202 @@
+"""Export a split to the formats the ecosystem shares, and import it back, losslessly.
+
+* Parquet shards that Hugging Face ``datasets`` loads (``load_dataset("parquet", data_files=...)``):
+  one row per image with ``image`` (the PNG bytes, as the library's ``Image`` feature), ``index``,
+  ``raw_latents`` and ``latents`` (10 float32 each); the split's manifest is in each file's
+  metadata and beside the shards.
+* WebDataset tar shards: per image ``<index>.png``, ``<index>.raw_latents.npy`` and
+  ``<index>.latents.npy``, plus ``manifest.json`` beside the shards.
+
+PNG bytes are carried unchanged, so an imported split has the same files, checksums and manifest as
+the original; the import checks every image against the manifest's sha256 and the latents against
+its ``raw_latents_sha256`` before anything is written to the split folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import shutil
+import tarfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ident3d import atomic
+from ident3d.errors import DatasetError
+from ident3d.extras import require
+from ident3d.layout import SplitLayout
+from ident3d.manifest import read_manifest
+
+if TYPE_CHECKING:  # torch loads only when a split is exported
+    from ident3d.datasets import ThreeDIdent
+
+FORMATS = ("parquet", "webdataset")
+MANIFEST_KEY = b"ident3d_manifest"
+MEMBER = re.compile(r"^(\d+)\.(png|raw_latents\.npy|latents\.npy)$")
+MAX_MEMBER_BYTES = 64 * 2**20  # one image or latent row; anything larger is not ours
+
+
+def _hf_features() -> dict[str, Any]:
+    row = {"feature": {"dtype": "float32", "_type": "Value"}, "length": 10, "_type": "Sequence"}
+    return {"image": {"_type": "Image"}, "index": {"dtype": "int64", "_type": "Value"},
+            "raw_latents": row, "latents": dict(row)}
+
+
+def _shards(n: int, shard_size: int) -> list[range]:
+    return [range(start, min(n, start + shard_size)) for start in range(0, n, shard_size)]
+
+
+def export_split(root: Path, split: str, out: Path, fmt: str, shard_size: int = 10_000) -> list[Path]:
+    """Write ``root/split`` as ``fmt`` shards into ``out`` (created; existing shards are refused)."""
+    from ident3d.datasets import ThreeDIdent
+
+    if fmt not in FORMATS:
+        raise DatasetError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    dataset = ThreeDIdent(root, split)
+    if dataset.manifest is None:
+        raise DatasetError(f"{dataset.layout.folder}: no manifest.json, so there is nothing to check an "
+                           f"import against. Fix: run `ident3d pack --data {root} --split {split}` first "
+                           "(it writes one).")
+    scene = np.load(dataset.layout.latents, allow_pickle=False).astype(np.float32)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    shards = _shards(len(dataset), shard_size)
+    suffix = "parquet" if fmt == "parquet" else "tar"
+    paths = [out / f"{split}-{k:05d}-of-{len(shards):05d}.{suffix}" for k in range(len(shards))]
+    taken = [p for p in [*paths, out / f"{split}.manifest.json"] if p.exists()]
+    if taken:
+        raise DatasetError(f"{taken[0]} already exists. Fix: export into an empty folder.")
+    manifest_bytes = dataset.layout.manifest.read_bytes()
+    for path, rows in zip(paths, shards, strict=True):
+        if fmt == "parquet":
+            _write_parquet(path, dataset, scene, rows, manifest_bytes)
+        else:
+            _write_tar(path, dataset, scene, rows)
+    atomic.write_bytes(out / f"{split}.manifest.json", manifest_bytes)
+    return paths
+
+
+def _write_parquet(path: Path, dataset: ThreeDIdent, scene: np.ndarray, rows: range,
+                   manifest: bytes) -> None:
+    pa, pq = require("pyarrow"), require("pyarrow.parquet")
+    images = [{"bytes": dataset.image_path(i).read_bytes(), "path": dataset.image_path(i).name} for i in rows]
+    table = pa.table({
+        "image": pa.array(images, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+        "index": pa.array(list(rows), type=pa.int64()),
+        "raw_latents": pa.array(list(dataset.latents[rows.start:rows.stop]), type=pa.list_(pa.float32())),
+        "latents": pa.array(list(scene[rows.start:rows.stop]), type=pa.list_(pa.float32())),
+    })
+    metadata = {b"huggingface": json.dumps({"info": {"features": _hf_features()}}).encode(),
+                MANIFEST_KEY: manifest}
+    table = table.replace_schema_metadata(metadata)
+    with atomic.atomic_path(path, suffix=".parquet") as tmp:
+        pq.write_table(table, tmp)
+
+
+def _npy_bytes(row: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, row, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _write_tar(path: Path, dataset: ThreeDIdent, scene: np.ndarray, rows: range) -> None:
+    width = dataset.padding
+    with atomic.atomic_path(path, suffix=".tar") as tmp, tarfile.open(tmp, "w") as tar:
+        for i in rows:
+            key = f"{i:0{width}d}"
+            for name, data in ((f"{key}.png", dataset.image_path(i).read_bytes()),
+                               (f"{key}.raw_latents.npy", _npy_bytes(dataset.latents[i])),
+                               (f"{key}.latents.npy", _npy_bytes(scene[i]))):
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+
+
+def import_split(source: Path, root: Path, split: str) -> SplitLayout:
+    """Rebuild ``root/split`` from the shards in ``source`` written by ``export_split``."""
+    source = Path(source)
+    manifest_path = source / f"{split}.manifest.json"
+    if not manifest_path.exists():
+        raise DatasetError(f"{manifest_path} not found: {source} holds no exported split {split!r}. "
+                           "Fix: pass the folder `ident3d export` wrote, and the same --split.")
+    manifest = read_manifest(manifest_path)
+    parquet = sorted(source.glob(f"{split}-*-of-*.parquet"))
+    tars = sorted(source.glob(f"{split}-*-of-*.tar"))
+    if bool(parquet) == bool(tars):
+        raise DatasetError(f"{source}: expected the shards of one format for split {split!r}, found "
+                           f"{len(parquet)} Parquet and {len(tars)} tar files. Fix: import one export.")
+    rows = _read_parquet(parquet) if parquet else _read_tars(tars)
+    return _write_split(rows, manifest, SplitLayout(Path(root), split), source)
+
+
+def _read_parquet(paths: list[Path]) -> dict[int, dict[str, Any]]:
+    pq = require("pyarrow.parquet")
+    rows: dict[int, dict[str, Any]] = {}
+    for path in paths:
+        table = pq.read_table(path, columns=["image", "index", "raw_latents", "latents"])
+        for record in table.to_pylist():
+            rows[int(record["index"])] = {"png": record["image"]["bytes"],
+                                          "raw": np.asarray(record["raw_latents"], dtype=np.float32),
+                                          "scene": np.asarray(record["latents"], dtype=np.float32)}
+    return rows
+
+
+def _read_tars(paths: list[Path]) -> dict[int, dict[str, Any]]:
+    rows: dict[int, dict[str, Any]] = {}
+    for path in paths:
+        with tarfile.open(path, "r:") as tar:
+            for member in tar:
+                match = MEMBER.match(member.name)
+                if not member.isfile() or match is None or member.size > MAX_MEMBER_BYTES:
+                    raise DatasetError(f"{path}: member {member.name!r} is not part of an ident3d export "
+                                       "(expected regular files <index>.png / .raw_latents.npy / "
+                                       ".latents.npy). Fix: export the split again.")
+                data = tar.extractfile(member).read()
+                row = rows.setdefault(int(match[1]), {})
+                if match[2] == "png":
+                    row["png"] = data
+                else:
+                    value = np.load(io.BytesIO(data), allow_pickle=False)
+                    if value.shape != (10,) or not np.issubdtype(value.dtype, np.floating):
+                        raise DatasetError(f"{path}: {member.name} holds {value.shape} {value.dtype}, "
+                                           "expected 10 floats. Fix: export the split again.")
+                    row["raw" if match[2].startswith("raw") else "scene"] = value.astype(np.float32)
+    return rows
+
+
+def _write_split(rows: dict[int, dict[str, Any]], manifest: dict[str, Any], lay: SplitLayout,
+                 source: Path) -> SplitLayout:
+    n, padding = manifest["n"], manifest["padding"]
+    if sorted(rows) != list(range(n)) or any(len(r) != 3 for r in rows.values()):
+        raise DatasetError(f"{source}: the shards hold {len(rows)} complete rows, the manifest says {n}. "
+                           "Fix: copy every shard of the export.")
+    raw = np.stack([rows[i]["raw"] for i in range(n)])
+    if atomic.sha256_array(raw) != manifest["raw_latents_sha256"]:
+        raise DatasetError(f"{source}: the latents differ from the manifest's (raw_latents_sha256). Fix: "
+                           "export the split again.")
+    files = manifest["files"]
+    for i in range(n):
+        name = lay.image(i, padding).name
+        if files and hashlib.sha256(rows[i]["png"]).hexdigest() != files.get(name):
+            raise DatasetError(f"{source}: image {name} differs from the manifest's checksum. Fix: export "
+                               "the split again.")
+    if lay.folder.exists() and any(lay.folder.iterdir()):
+        raise DatasetError(f"{lay.folder} already holds files. Fix: import into an empty --data/--split.")
+    staging = lay.folder.with_name(f".{lay.folder.name}.importing")
+    shutil.rmtree(staging, ignore_errors=True)
+    target = SplitLayout(staging.parent, staging.name)
+    target.images.mkdir(parents=True)
+    for i in range(n):
+        target.image(i, padding).write_bytes(rows[i]["png"])
+    atomic.save_npy(target.raw_latents, raw)
+    atomic.save_npy(target.latents, np.stack([rows[i]["scene"] for i in range(n)]))
+    manifest = {k: v for k, v in manifest.items() if k != "packed"}  # re-pack to get images.npy
+    atomic.write_json(target.manifest, manifest)
+    if lay.folder.exists():
+        lay.folder.rmdir()
+    staging.rename(lay.folder)
+    return lay

@@ -1,0 +1,103 @@
+"""Export to Parquet (Hugging Face datasets) and WebDataset, and import back without loss."""
+
+import io
+import json
+import tarfile
+
+import numpy as np
+import pytest
+from conftest import write_fake_split
+from PIL import Image
+
+from ident3d.cli import main
+from ident3d.datasets import ThreeDIdent
+from ident3d.errors import DatasetError
+from ident3d.exchange import export_split, import_split
+
+
+@pytest.fixture
+def split(tmp_path):
+    write_fake_split(tmp_path / "data", "test", n=30, size=16, seed=3)
+    return tmp_path / "data"
+
+
+def assert_same_split(a_root, b_root):
+    a, b = ThreeDIdent(a_root, "test"), ThreeDIdent(b_root, "test")
+    assert np.array_equal(a.latents, b.latents)
+    assert np.array_equal(np.load(a.layout.latents), np.load(b.layout.latents))
+    for i in range(len(a)):
+        assert a.image_path(i).read_bytes() == b.image_path(i).read_bytes()
+    assert a.manifest == b.manifest
+
+
+def test_parquet_loads_in_hugging_face_datasets_and_imports_back(split, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    datasets = pytest.importorskip("datasets")
+    shards = export_split(split, "test", tmp_path / "pq", "parquet", shard_size=12)
+    assert [p.name for p in shards] == [f"test-{k:05d}-of-00003.parquet" for k in range(3)]
+    hf = datasets.load_dataset("parquet", data_files=[str(p) for p in shards], split="train",
+                               cache_dir=str(tmp_path / "hf-cache"))
+    original = ThreeDIdent(split, "test")
+    assert len(hf) == 30 and isinstance(hf[7]["image"], Image.Image)
+    assert np.array_equal(np.asarray(hf[7]["image"].convert("RGB")), original.load_array(7))
+    assert np.allclose(hf[7]["raw_latents"], original.latents[7])
+    assert hf.features["image"].__class__.__name__ == "Image"
+
+    assert main(["import", "--from", str(tmp_path / "pq"), "--split", "test", "--data",
+                 str(tmp_path / "back")]) == 0
+    assert_same_split(split, tmp_path / "back")
+
+
+def test_webdataset_reads_the_shards_and_imports_back(split, tmp_path):
+    wds = pytest.importorskip("webdataset")
+    assert main(["export", "--data", str(split), "--split", "test", "--format", "webdataset",
+                 "--out", str(tmp_path / "wds"), "--shard-size", "20", "-q"]) == 0
+    urls = sorted(str(p) for p in (tmp_path / "wds").glob("*.tar"))
+    samples = list(wds.WebDataset(urls, shardshuffle=False).decode("rgb8"))
+    assert len(samples) == 30 and samples[4]["__key__"] == "04"
+    assert np.array_equal(samples[4]["png"], ThreeDIdent(split, "test").load_array(4))
+    assert np.allclose(samples[4]["raw_latents.npy"], ThreeDIdent(split, "test").latents[4])
+    import_split(tmp_path / "wds", tmp_path / "back", "test")
+    assert_same_split(split, tmp_path / "back")
+
+
+def tamper(tar_path, change):
+    members = []
+    with tarfile.open(tar_path) as tar:
+        for m in tar:
+            members.append((m, tar.extractfile(m).read()))
+    with tarfile.open(tar_path, "w") as tar:
+        for m, data in change(members):
+            tar.addfile(m, io.BytesIO(data) if m.isfile() else None)
+
+
+def test_crafted_or_damaged_shards_are_refused_and_nothing_is_written(split, tmp_path):
+    export_split(split, "test", tmp_path / "wds", "webdataset", shard_size=30)
+    shard = next((tmp_path / "wds").glob("*.tar"))
+
+    def flip_png(members):
+        return [(m, data[:-20] + bytes(20) if m.name == "05.png" else data) for m, data in members]
+
+    tamper(shard, flip_png)
+    with pytest.raises(DatasetError, match="image 05.png differs from the manifest"):
+        import_split(tmp_path / "wds", tmp_path / "back", "test")
+
+    def add_link(members):
+        link = tarfile.TarInfo("06.png")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        return [(m, d) for m, d in members if m.name != "06.png"] + [(link, b"")]
+
+    tamper(shard, add_link)
+    with pytest.raises(DatasetError, match="member '06.png' is not part of an ident3d export"):
+        import_split(tmp_path / "wds", tmp_path / "back", "test")
+    assert not (tmp_path / "back").exists()
+
+    (tmp_path / "busy/test").mkdir(parents=True)
+    (tmp_path / "busy/test/mine.txt").write_text("someone's data")
+    export_split(split, "test", tmp_path / "pq", "parquet")
+    with pytest.raises(DatasetError, match="already holds files"):
+        import_split(tmp_path / "pq", tmp_path / "busy", "test")
+    assert [p.name for p in (tmp_path / "busy/test").iterdir()] == ["mine.txt"]
+    with pytest.raises(DatasetError, match="already exists"):
+        export_split(split, "test", tmp_path / "pq", "parquet")
+    assert json.loads((tmp_path / "pq/test.manifest.json").read_text())["n"] == 30
