@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from ident3d.errors import LatentError
-from ident3d.latents import N_LATENTS, check_raw_latents
+from ident3d.latents import check_raw_latents
 
 TEAPOT_SIZE = 4.4421  # largest dimension of the scaled teapot, "s" in docs/facts.md
 POSITION_SCALE = 3.0  # location = 3 u
@@ -125,23 +125,48 @@ def get_mapping(name: str) -> Mapping:
     return MAPPINGS[name]
 
 
+# Per factor: the scene quantity is SCALE * u + OFFSET (then, for the hues, the mapping's colour).
+# One table serves the renderer (scene_params), the latents file (scene_latents) and the card.
+SCENE_AFFINE: tuple[tuple[str, float, float, str], ...] = (  # symbol, scale, offset, printed scale
+    ("x", POSITION_SCALE, 0.0, "3"),
+    ("y", POSITION_SCALE, 0.0, "3"),
+    ("z", POSITION_SCALE, TEAPOT_SIZE / 2, "3"),
+    ("alpha", ANGLE_SCALE, 0.0, "(pi/2)"),
+    ("beta", ANGLE_SCALE, 0.0, "(pi/2)"),
+    ("gamma", ANGLE_SCALE, 0.0, "(pi/2)"),
+    ("theta", ANGLE_SCALE, 0.0, "(pi/2)"),
+    ("h", HUE_SCALE, 0.0, "1/4"),
+    ("h", HUE_SCALE, 0.0, "1/4"),
+    ("h", HUE_SCALE, 0.0, "1/4"),
+)
+HUES = slice(7, 10)
+
+
+def _scene_values(raw: np.ndarray, m: Mapping) -> np.ndarray:
+    """(N, 10) float64 scene quantities; hues in turns, wrapped when the mapping wraps them."""
+    z = check_raw_latents(raw)
+    scale = np.array([row[1] for row in SCENE_AFFINE])
+    offset = np.array([row[2] for row in SCENE_AFFINE])
+    out = z * scale + offset
+    if m.wraps_hue:
+        out[:, HUES] = np.mod(out[:, HUES], 1.0)
+    return out
+
+
 def scene_params(raw: np.ndarray, mapping: str = DEFAULT_MAPPING) -> SceneParams:
     """Map raw latents (N, 10) in [-1, 1] to scene parameters with the named mapping."""
     m = get_mapping(mapping)
-    z = check_raw_latents(raw)
-    location = POSITION_SCALE * z[:, 0:3]
-    location[:, 2] += TEAPOT_SIZE / 2
-    theta = ANGLE_SCALE * z[:, 6]
+    v = _scene_values(raw, m)
+    theta = v[:, 6]
     spot = np.stack([SPOT_RADIUS * np.sin(theta), SPOT_RADIUS * np.cos(theta),
                      np.full_like(theta, SPOT_HEIGHT)], axis=1)
-    hues = HUE_SCALE * z[:, 7:10]
     return SceneParams(
-        object_location=location,
-        object_rotation=ANGLE_SCALE * z[:, 3:6],
+        object_location=v[:, 0:3].copy(),
+        object_rotation=v[:, 3:6].copy(),
         spot_location=spot,
-        object_rgb=m.hue_to_rgb(hues[:, 0], SATURATIONS[0]),
-        spot_rgb=m.hue_to_rgb(hues[:, 1], SATURATIONS[1]),
-        ground_rgb=m.hue_to_rgb(hues[:, 2], SATURATIONS[2]),
+        object_rgb=m.hue_to_rgb(v[:, 7], SATURATIONS[0]),
+        spot_rgb=m.hue_to_rgb(v[:, 8], SATURATIONS[1]),
+        ground_rgb=m.hue_to_rgb(v[:, 9], SATURATIONS[2]),
     )
 
 
@@ -151,27 +176,19 @@ def scene_latents(raw: np.ndarray, mapping: str = DEFAULT_MAPPING) -> np.ndarray
     Columns: location x, y, z (scene units), Euler X, Y, Z (rad), spotlight angle (rad), then the
     three hues in turns (wrapped to [0, 1) for ``v2``, unwrapped as in the original for ``legacy``).
     """
-    m = get_mapping(mapping)
-    z = check_raw_latents(raw)
-    out = np.empty((len(z), N_LATENTS), dtype=np.float64)
-    out[:, 0:3] = POSITION_SCALE * z[:, 0:3]
-    out[:, 2] += TEAPOT_SIZE / 2
-    out[:, 3:7] = ANGLE_SCALE * z[:, 3:7]
-    hues = HUE_SCALE * z[:, 7:10]
-    out[:, 7:10] = np.mod(hues, 1.0) if m.wraps_hue else hues
-    return out.astype(np.float32)
+    return _scene_values(raw, get_mapping(mapping)).astype(np.float32)
 
 
 def factor_formulas(mapping: str = DEFAULT_MAPPING) -> tuple[str, ...]:
     """Human-readable formula from raw latent u to the scene, per factor (for the dataset card)."""
     m = get_mapping(mapping)
-    return (
-        "x = 3u",
-        "y = 3u",
-        f"z = 3u + {TEAPOT_SIZE / 2:.4f}",
-        "alpha = (pi/2)u",
-        "beta = (pi/2)u",
-        "gamma = (pi/2)u",
-        f"theta = (pi/2)u; spot at (4 sin theta, 4 cos theta, {SPOT_HEIGHT:.4f})",
-        *(m.hue_formula.format(s=s) for s in SATURATIONS),
-    )
+    out = []
+    for k, (symbol, _, offset, printed) in enumerate(SCENE_AFFINE):
+        if k in range(HUES.start, HUES.stop):
+            out.append(m.hue_formula.format(s=SATURATIONS[k - HUES.start]))
+            continue
+        text = f"{symbol} = {printed}u" + (f" + {offset:.4f}" if offset else "")
+        if symbol == "theta":
+            text += f"; spot at (4 sin theta, 4 cos theta, {SPOT_HEIGHT:.4f})"
+        out.append(text)
+    return tuple(out)
