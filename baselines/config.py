@@ -48,6 +48,7 @@ class TrainConfig:
     iterations: int = 30_000
     batch_size: int = 512
     lr: float = 1e-4
+    lr_schedule: str = "constant"  # constant (the original's) | cosine (decay to 0 over the iterations)
     loss_lr: float = 1e-3  # learnable loss parameters (AnInfoNCE's Lambda)
     seed: int = 0
     # runtime
@@ -62,7 +63,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         choices = {"positives": SOURCES, "loss": LOSSES, "space": tuple(OUTPUT_SPACES),
-                   "device": ("auto", "cpu", "cuda"), "index": ("flat", "ivf"), "stem": STEMS}
+                   "device": ("auto", "cpu", "cuda"), "index": ("flat", "ivf"), "stem": STEMS,
+                   "lr_schedule": ("constant", "cosine")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise TrainingError(f"config {name} = {getattr(self, name)!r}; expected one of "
@@ -164,6 +166,6 @@ def from_json(values: dict[str, Any]) -> TrainConfig:
 
 def resume_differences(saved: TrainConfig, now: TrainConfig) -> list[str]:
     old, new = saved.to_json(), now.to_json()
-    return [f"{k}: saved {old[k]!r}, now {new[k]!r}" for k in old
-            if k not in RESUMABLE_CHANGES and old[k] != new[k]]
+    free = RESUMABLE_CHANGES - ({"iterations"} if saved.lr_schedule != "constant" else set())
+    return [f"{k}: saved {old[k]!r}, now {new[k]!r}" for k in old if k not in free and old[k] != new[k]]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -67,6 +68,21 @@ def build_optimizer(config: TrainConfig, model: torch.nn.Module, loss: torch.nn.
     if loss_parameters:
         groups.append({"params": loss_parameters, "lr": config.loss_lr})
     return torch.optim.Adam(groups)
+
+
+def lr_factor(config: TrainConfig, step: int) -> float:
+    """The learning rates' multiplier for step ``step`` (0-based): 1 for ``constant``; for ``cosine``
+    half a cosine from 1 at the first step to 0 after the last."""
+    if config.lr_schedule == "constant":
+        return 1.0
+    return 0.5 * (1.0 + math.cos(math.pi * step / config.iterations))
+
+
+def set_learning_rates(config: TrainConfig, optimizer: torch.optim.Optimizer, step: int) -> None:
+    """A pure function of the step, so a resumed run follows the unbroken run's schedule."""
+    factor = lr_factor(config, step)
+    for group, base in zip(optimizer.param_groups, (config.lr, config.loss_lr), strict=False):
+        group["lr"] = base * factor
 
 
 # ---- checkpoints: one safetensors file, the non-tensor state as JSON in its metadata ----
@@ -253,6 +269,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
             loss = criterion(h[:b], h[b:] if pairs else None, z)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            set_learning_rates(config, optimizer, step)
             optimizer.step()
             window_loss += loss.detach()
             images += len(x)

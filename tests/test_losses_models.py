@@ -174,3 +174,17 @@ def test_augmented_pairs_are_seeded_per_item_and_leave_the_global_rng_alone(tmp_
     assert x1.shape == (3, 24, 24) and not torch.equal(x1, x2) and torch.equal(z, z_pos)
     assert 0 <= float(x1.min()) and float(x1.max()) <= 1
     assert not np.array_equal(a[0][0].numpy(), a[1][0].numpy())
+
+
+def test_cosine_schedule_decays_to_zero_and_fixes_the_length_of_a_run():
+    from baselines.config import resume_differences
+    from baselines.train import lr_factor
+
+    cosine = TrainConfig(lr_schedule="cosine", iterations=100)
+    assert lr_factor(cosine, 0) == 1.0 and lr_factor(cosine, 50) == pytest.approx(0.5)
+    assert lr_factor(cosine, 99) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.99)))
+    assert lr_factor(TrainConfig(iterations=100), 99) == 1.0
+    assert resume_differences(TrainConfig(iterations=100), TrainConfig(iterations=200)) == []
+    assert resume_differences(cosine, TrainConfig(lr_schedule="cosine", iterations=200))  # refused
+    with pytest.raises(TrainingError, match="lr_schedule"):
+        TrainConfig(lr_schedule="step")
