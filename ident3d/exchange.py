@@ -20,6 +20,7 @@ import json
 import re
 import shutil
 import tarfile
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +125,12 @@ def import_split(source: Path, root: Path, split: str) -> SplitLayout:
         raise DatasetError(f"{manifest_path} not found: {source} holds no exported split {split!r}. "
                            "Fix: pass the folder `ident3d export` wrote, and the same --split.")
     manifest = read_manifest(manifest_path)
+    fields = {"n": int, "padding": int, "raw_latents_sha256": str, "files": dict}
+    wrong = [k for k, kind in fields.items() if not isinstance(manifest.get(k), kind)
+             or isinstance(manifest.get(k), bool)]
+    if wrong or not 0 < manifest["n"] <= 10**8 or not 0 < manifest["padding"] <= 12:
+        raise DatasetError(f"{manifest_path}: not the manifest of an exported split (field "
+                           f"{(wrong or ['n'])[0]}). Fix: export the split again.")
     parquet = sorted(source.glob(f"{split}-*-of-*.parquet"))
     tars = sorted(source.glob(f"{split}-*-of-*.tar"))
     if bool(parquet) == bool(tars):
@@ -135,13 +142,21 @@ def import_split(source: Path, root: Path, split: str) -> SplitLayout:
 
 def _read_parquet(paths: list[Path]) -> dict[int, dict[str, Any]]:
     pq = require("pyarrow.parquet")
+    pa = require("pyarrow")
     rows: dict[int, dict[str, Any]] = {}
     for path in paths:
-        table = pq.read_table(path, columns=["image", "index", "raw_latents", "latents"])
-        for record in table.to_pylist():
-            rows[int(record["index"])] = {"png": record["image"]["bytes"],
-                                          "raw": np.asarray(record["raw_latents"], dtype=np.float32),
-                                          "scene": np.asarray(record["latents"], dtype=np.float32)}
+        try:
+            table = pq.read_table(path, columns=["image", "index", "raw_latents", "latents"])
+            for record in table.to_pylist():
+                raw = np.asarray(record["raw_latents"], dtype=np.float32)
+                scene = np.asarray(record["latents"], dtype=np.float32)
+                png = record["image"]["bytes"]
+                if raw.shape != (10,) or scene.shape != (10,) or not isinstance(png, bytes):
+                    raise ValueError(f"row {record['index']} is not 10 + 10 floats and PNG bytes")
+                rows[int(record["index"])] = {"png": png, "raw": raw, "scene": scene}
+        except (pa.ArrowException, KeyError, TypeError, ValueError) as error:
+            raise DatasetError(f"{path}: not a Parquet shard of an ident3d export ({error}). Fix: export "
+                               "the split again.") from None
     return rows
 
 
@@ -186,17 +201,20 @@ def _write_split(rows: dict[int, dict[str, Any]], manifest: dict[str, Any], lay:
                                "the split again.")
     if lay.folder.exists() and any(lay.folder.iterdir()):
         raise DatasetError(f"{lay.folder} already holds files. Fix: import into an empty --data/--split.")
-    staging = lay.folder.with_name(f".{lay.folder.name}.importing")
-    shutil.rmtree(staging, ignore_errors=True)
-    target = SplitLayout(staging.parent, staging.name)
-    target.images.mkdir(parents=True)
-    for i in range(n):
-        target.image(i, padding).write_bytes(rows[i]["png"])
-    atomic.save_npy(target.raw_latents, raw)
-    atomic.save_npy(target.latents, np.stack([rows[i]["scene"] for i in range(n)]))
-    manifest = {k: v for k, v in manifest.items() if k != "packed"}  # re-pack to get images.npy
-    atomic.write_json(target.manifest, manifest)
-    if lay.folder.exists():
-        lay.folder.rmdir()
-    staging.rename(lay.folder)
+    Path(lay.root).mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{lay.folder.name}.importing.", dir=lay.root))
+    try:
+        target = SplitLayout(staging.parent, staging.name)
+        target.images.mkdir(parents=True)
+        for i in range(n):
+            target.image(i, padding).write_bytes(rows[i]["png"])
+        atomic.save_npy(target.raw_latents, raw)
+        atomic.save_npy(target.latents, np.stack([rows[i]["scene"] for i in range(n)]))
+        manifest = {k: v for k, v in manifest.items() if k != "packed"}  # re-pack to get images.npy
+        atomic.write_json(target.manifest, manifest)
+        if lay.folder.exists():
+            lay.folder.rmdir()
+        staging.rename(lay.folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return lay

@@ -101,3 +101,17 @@ def test_crafted_or_damaged_shards_are_refused_and_nothing_is_written(split, tmp
     with pytest.raises(DatasetError, match="already exists"):
         export_split(split, "test", tmp_path / "pq", "parquet")
     assert json.loads((tmp_path / "pq/test.manifest.json").read_text())["n"] == 30
+
+
+def test_a_crafted_parquet_shard_or_manifest_is_one_clear_error(split, tmp_path):
+    export_split(split, "test", tmp_path / "pq", "parquet")
+    shard = next((tmp_path / "pq").glob("*.parquet"))
+    shard.write_bytes(b"PAR1 not really parquet PAR1")
+    with pytest.raises(DatasetError, match="not a Parquet shard of an ident3d export"):
+        import_split(tmp_path / "pq", tmp_path / "back", "test")
+    manifest = json.loads((tmp_path / "pq/test.manifest.json").read_text())
+    manifest["padding"] = "ten"
+    (tmp_path / "pq/test.manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DatasetError, match="field padding"):
+        import_split(tmp_path / "pq", tmp_path / "back", "test")
+    assert not (tmp_path / "back").exists()
