@@ -52,6 +52,41 @@ def test_summary_groups_seeds_and_reports_orderings_and_hues(tmp_path):
     assert "| object_hue | 95.00 / 90.00 | 40.00 / 80.00 |" in text
 
 
+def test_anisotropic_section_matches_lambda_to_latents_and_states_the_verdict(tmp_path):
+    """Lambda is read through the evaluator's feature matching; the widest-scale latents decide."""
+    data = tmp_path / "data" / "v2pairs-64"
+    write_fake_split(data, "train", n=8, size=16)
+    manifest_path = data / "train" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    scale = [0.02, 0.5, 0.05, 0.2, 0.1, 0.02, 0.5, 0.05, 0.2, 0.1]
+    manifest["pairs"] = {"conditional": "normal", "scale": scale, "beta": None}
+    manifest_path.write_text(json.dumps(manifest))
+    reversed_features = list(range(9, -1, -1))  # feature 9 matched to latent 0, ...
+    for name, loss, wide_r2 in (("v2pairs-aninfonce", "aninfonce", 0.9),
+                                ("v2pairs-aninfonce-isotropic", "aninfonce-isotropic", 0.5)):
+        write_run(tmp_path, name, 0.9, 0.9, positives="rendered")
+        folder = tmp_path / "runs" / name
+        result = json.loads((folder / "result.json").read_text())
+        result["matching"] = reversed_features
+        for k, s in enumerate(scale):
+            result["per_latent"][k]["linear_r2"] = wide_r2 if s > 0.1 else 0.95
+        (folder / "result.json").write_text(json.dumps(result))
+        config = json.loads((folder / "config.json").read_text())
+        config.update(loss=loss, data=str(data), train_split="train", latent_dim=10)
+        (folder / "config.json").write_text(json.dumps(config))
+        # Lambda per feature: 1/scale² of the latent each feature is matched to, so rank correlation 1
+        precision = [1 / scale[9 - f] ** 2 for f in range(10)] if loss == "aninfonce" else [3.0]
+        with (folder / "log.jsonl").open("a") as log:
+            log.write(json.dumps({"step": 50, "precision": [1.0] * len(precision)}) + "\n")
+            log.write(json.dumps({"step": 100, "precision": precision}) + "\n")
+    text = summarize(tmp_path)
+    assert "| object_x | 0.02 | 2.5e+03 | 95.00 | 95.00 |" in text
+    assert "| object_y | 0.5 | 4 | 90.00 | 50.00 |" in text
+    assert "(Spearman): 1.00" in text
+    assert "On the 4 latents with the widest positives, AnInfoNCE's linear R² is +40.00 points" in text
+    assert "collapses holds at this scale" in text
+
+
 def test_entries_are_rescored_and_verified(tmp_path):
     """The pixel read-out on a small split: both protocols become verified entries, once."""
     out = tmp_path / "out"
