@@ -7,8 +7,9 @@ as ``ident3d.datasets`` and ``ident3d.evaluation``. It never imports ``render``,
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ident3d.latents import FACTOR_NAMES, FACTORS, sample_conditional, sample_uniform
-from ident3d.scene import SceneParams, scene_params
+from ident3d.latents import sample_conditional, sample_uniform
+from ident3d.scene import SceneParams
+from ident3d.variants import FACTOR_NAMES, FACTORS, Variant, get_variant, scene_params
 
 try:
     __version__ = version("ident3d")
@@ -19,8 +20,9 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 LAZY = {"ThreeDIdent": "ident3d.datasets", "ContrastivePairs": "ident3d.pairs",
         "evaluate": "ident3d.evaluation", "get_track": "ident3d.tracks"}
 
-__all__ = ["FACTORS", "FACTOR_NAMES", "ContrastivePairs", "SceneParams", "ThreeDIdent", "__version__",
-           "evaluate", "get_track", "sample_conditional", "sample_uniform", "scene_params"]
+__all__ = ["FACTORS", "FACTOR_NAMES", "ContrastivePairs", "SceneParams", "ThreeDIdent", "Variant",
+           "__version__", "evaluate", "get_track", "get_variant", "sample_conditional", "sample_uniform",
+           "scene_params"]
 
 
 def __getattr__(name: str):

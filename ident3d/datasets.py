@@ -12,12 +12,14 @@ from PIL import Image, UnidentifiedImageError
 from torchvision.datasets import VisionDataset
 from torchvision.transforms import Normalize
 
+from ident3d.captions import captions
 from ident3d.errors import DatasetError, LatentError
-from ident3d.latents import FACTOR_NAMES, check_raw_latents
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import channel_stats, read_manifest
 from ident3d.readers import read_array
+from ident3d.variants import split_variant
 
+MAX_CAPTION_BYTES = 1000  # per image: a caption is one sentence
 STATS_SAMPLE = 2000  # images used for mean/std when a published split has no manifest
 
 
@@ -34,7 +36,6 @@ class ThreeDIdent(VisionDataset):
                  download: bool = False) -> None:
         super().__init__(str(root), transform=transform, target_transform=target_transform)
         self.split = split
-        self.factor_names = FACTOR_NAMES  # column j of the latents is factor_names[j]
         self.layout = SplitLayout(Path(root), split)
         if download and not self.layout.raw_latents.exists():
             from ident3d.download import download_split
@@ -46,15 +47,17 @@ class ThreeDIdent(VisionDataset):
                 "Fix: render it (`ident3d render`), download it (`ident3d download` or "
                 "download=True), or point root at the folder that holds the split.")
         raw = read_array(self.layout.raw_latents, DatasetError, self.layout.repair_command())
+        self.manifest: dict[str, Any] | None = (
+            read_manifest(self.layout.manifest) if self.layout.manifest.exists() else None)
         try:
-            self.latents = check_raw_latents(raw, str(self.layout.raw_latents)).astype(np.float32)
+            self.variant_spec = split_variant(self.manifest)
+            self.latents = self.variant_spec.check_raw(raw, str(self.layout.raw_latents)).astype(np.float32)
         except LatentError as error:
             raise DatasetError(f"{error} ({self.layout.repair_command()})") from None
+        self.factor_names = self.variant_spec.names  # column j of the latents is factor_names[j]
         if len(self.latents) == 0:
             raise DatasetError(f"{self.layout.raw_latents}: the split is empty (0 rows). "
                                f"Fix: {self.layout.repair_command()}")
-        self.manifest: dict[str, Any] | None = (
-            read_manifest(self.layout.manifest) if self.layout.manifest.exists() else None)
         self.padding = self.manifest["padding"] if self.manifest else padding_width(len(self))
         self.variant = self.manifest["variant"] if self.manifest else "legacy (no manifest)"
         self.is_packed = bool(self.manifest and "packed" in self.manifest
@@ -67,6 +70,22 @@ class ThreeDIdent(VisionDataset):
     def extra_repr(self) -> str:
         source = "packed images.npy" if self.is_packed else "PNG files"
         return f"Split: {self.split}\nVariant: {self.variant}\nImages: {source}"
+
+    @property
+    def captions(self) -> list[str]:
+        """One templated description per image: the split's ``captions.txt``, or, for splits without
+        one (published or older renders), made from the latents the same way (ident3d.captions)."""
+        path = self.layout.captions
+        if not path.exists():
+            return captions(self.variant_spec.scene_params(self.latents))
+        if path.stat().st_size > MAX_CAPTION_BYTES * len(self):
+            raise DatasetError(f"{path}: larger than {MAX_CAPTION_BYTES} bytes per image, not this split's "
+                               f"captions. Fix: delete it (captions are remade from the latents).")
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if len(lines) != len(self):
+            raise DatasetError(f"{path}: {len(lines)} lines for {len(self)} images. Fix: delete it "
+                               "(captions are remade from the latents).")
+        return lines
 
     def image_path(self, index: int) -> Path:
         return self.layout.image(index, self.padding)

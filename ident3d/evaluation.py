@@ -25,7 +25,6 @@ from tqdm import tqdm
 from ident3d import metrics
 from ident3d.datasets import ThreeDIdent, manifest_summary, to_tensor_batch
 from ident3d.errors import DatasetError, DeviceError, SubmissionError
-from ident3d.latents import FACTOR_NAMES
 from ident3d.results import PROTOCOLS, RESULT_SCHEMA, Result, validate_result
 from ident3d.submissions import Submission, check_features, load_submission
 from ident3d.tracks import identify
@@ -101,7 +100,7 @@ def score(z: np.ndarray, h: np.ndarray, protocol: str) -> dict[str, Any]:
     linear = metrics.linear_r2(z[fit], h[fit], z[test], h[test])
     return {"linear_r2": linear, "nonlinear_r2": nonlinear, "mcc_pearson": pearson,
             "mcc_spearman": spearman, "kernel": kernel, "n_fit": len(fit), "n_score": len(test),
-            "assignment": assign_p}
+            "assignment": assign_p, "fit": fit, "test": test}
 
 
 def torch_device(requested: str | None) -> torch.device:
@@ -145,11 +144,18 @@ def evaluate(submission: str | Path | Submission, data_root: str | Path,
     dev = torch_device(device)
     sub = submission if isinstance(submission, Submission) else load_submission(Path(submission), arch)
     h = _features(sub, dataset, dev, batch_size, progress)
-    s = score(dataset.latents.astype(np.float64), h, protocol)
+    variant = dataset.variant_spec
+    continuous = variant.continuous_columns
+    s = score(dataset.latents[:, continuous].astype(np.float64), h, protocol)
     keys = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
     per = {k: _unit(s[k]) for k in keys}
-    per_latent = [{"factor": f, **{k: (per[k][i] if per[k] else None) for k in keys}}
-                  for i, f in enumerate(FACTOR_NAMES)]
+    per_latent = [{"factor": dataset.factor_names[c], **{k: (per[k][i] if per[k] else None) for k in keys}}
+                  for i, c in enumerate(continuous)]
+    classes = [{"factor": f.name, "n_classes": len(f.classes), "chance": 1 / len(f.classes),
+                "accuracy": metrics.class_accuracy(dataset.latents[s["fit"], f.index], h[s["fit"]],
+                                                   dataset.latents[s["test"], f.index], h[s["test"]],
+                                                   len(f.classes))}
+               for f in variant.factors if f.is_class]
     summary = manifest_summary(Path(data_root), split)
     first = dataset.load_array(0)
     document = {
@@ -164,6 +170,8 @@ def evaluate(submission: str | Path | Submission, data_root: str | Path,
                   "feature_dim": int(h.shape[1])},
         "metrics": {k: _mean(s[k], protocol) for k in keys},
         "per_latent": per_latent,
+        **({"classes": classes, "class_accuracy": float(np.mean([c["accuracy"] for c in classes]))}
+           if classes else {}),
         "matching": [int(a) for a in s["assignment"]],
         "kernel_ridge": s["kernel"],
         "seeds": {"split": SPLIT_SEED, "kernel_subsample": SPLIT_SEED},

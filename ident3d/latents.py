@@ -1,89 +1,26 @@
-"""The 3DIdent factor table, uniform sampling and positive-pair conditionals.
+"""Uniform sampling and positive-pair conditionals of raw latents in [-1, 1].
 
-The 10 latents and their order follow Zimmermann et al., "Contrastive Learning Inverts the Data
-Generating Process" (ICML 2021), section 6 and appendix A.4: every raw latent is uniform on [-1, 1].
+The 10 latents of 3DIdent and their order follow Zimmermann et al., "Contrastive Learning Inverts the
+Data Generating Process" (ICML 2021), section 6 and appendix A.4; a variant's spec
+(``ident3d.variants``) names them and says what each drives.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from scipy import stats
 
 from ident3d.errors import LatentError
-from ident3d.readers import is_real_numeric
 
 N_LATENTS = 10
 RAW_LOW, RAW_HIGH = -1.0, 1.0
 PAIR_STREAM = 1  # second key of the positives' random stream in sample_pairs
 
 
-@dataclass(frozen=True)
-class Factor:
-    """One latent factor: where it sits in the raw vector and what it controls in the scene."""
-
-    index: int
-    name: str
-    group: str
-    scene_quantity: str
-    unit: str
-    description: str
-    periodic: bool = False
-    low: float = RAW_LOW
-    high: float = RAW_HIGH
-
-
-FACTORS: tuple[Factor, ...] = (
-    Factor(0, "object_x", "position", "object location x", "scene units",
-           "teapot position towards the camera (down in the image)"),
-    Factor(1, "object_y", "position", "object location y", "scene units",
-           "teapot position to the image right"),
-    Factor(2, "object_z", "position", "object location z", "scene units",
-           "teapot height above the ground"),
-    Factor(3, "rotation_alpha", "rotation", "Euler X (mode XYZ)", "rad",
-           "teapot rotation about the world x axis"),
-    Factor(4, "rotation_beta", "rotation", "Euler Y (mode XYZ)", "rad",
-           "teapot rotation about the world y axis"),
-    Factor(5, "rotation_gamma", "rotation", "Euler Z (mode XYZ)", "rad",
-           "teapot rotation about the world z axis"),
-    Factor(6, "spotlight_angle", "lighting", "spotlight position angle theta", "rad",
-           "where the spotlight stands on a half circle above the scene"),
-    Factor(7, "object_hue", "colour", "object colour hue", "turns",
-           "hue of the teapot's colour"),
-    Factor(8, "spotlight_hue", "colour", "spotlight colour hue", "turns",
-           "hue of the spotlight's colour"),
-    Factor(9, "ground_hue", "colour", "ground colour hue", "turns",
-           "hue of the ground (the whole background)"),
-)
-FACTOR_NAMES: tuple[str, ...] = tuple(f.name for f in FACTORS)
-
 Conditional = Literal["normal", "laplace", "gennorm"]
 CONDITIONALS: tuple[str, ...] = ("normal", "laplace", "gennorm")
-
-
-def check_raw_latents(z: np.ndarray, what: str = "raw latents", atol: float = 1e-6) -> np.ndarray:
-    """Return ``z`` as float64 (N, 10) or raise LatentError naming the first bad row and column."""
-    z = np.asarray(z)
-    if z.ndim != 2 or z.shape[1] != N_LATENTS:
-        raise LatentError(
-            f"{what}: expected an array of shape (N, {N_LATENTS}), got shape {z.shape}. "
-            f"Fix: pass one row of {N_LATENTS} raw latents per image."
-        )
-    if not is_real_numeric(z):
-        raise LatentError(f"{what}: expected real numbers, got dtype {z.dtype}. "
-                          "Fix: save a float array (complex, bool and text are refused).")
-    z = z.astype(np.float64, copy=False)
-    bad = ~np.isfinite(z) | (z < RAW_LOW - atol) | (z > RAW_HIGH + atol)
-    if bad.any():
-        row, col = np.argwhere(bad)[0]
-        raise LatentError(
-            f"{what}: row {row}, column {col} ({FACTOR_NAMES[col]}) is {z[row, col]!r}; "
-            f"expected a finite value in [{RAW_LOW}, {RAW_HIGH}]. "
-            f"Fix: raw latents live in the box [-1, 1]^{N_LATENTS}; rescale or clip them."
-        )
-    return np.clip(z, RAW_LOW, RAW_HIGH)
 
 
 def sample_uniform(n: int, seed: int) -> np.ndarray:
@@ -92,18 +29,6 @@ def sample_uniform(n: int, seed: int) -> np.ndarray:
         raise LatentError(f"number of samples must be >= 0, got {n}")
     rng = np.random.default_rng(seed)
     return rng.uniform(RAW_LOW, RAW_HIGH, size=(n, N_LATENTS)).astype(np.float32)
-
-
-def sample_pairs(n: int, seed: int, kind: str = "normal", scale: float | np.ndarray = 0.1,
-                 beta: float | None = None) -> np.ndarray:
-    """``n`` exact positive pairs as ``(2n, 10)`` float32 rows: anchor ``i`` at row ``2i``, drawn
-    uniformly as ``sample_uniform(n, seed)``, and its positive at ``2i + 1``, drawn from the
-    truncated conditional around it with its own stream (no snapping to rendered latents)."""
-    anchors = sample_uniform(n, seed)
-    positives = sample_conditional(anchors, np.random.default_rng([seed, PAIR_STREAM]), kind, scale, beta)
-    rows = np.empty((2 * n, N_LATENTS), dtype=np.float32)
-    rows[0::2], rows[1::2] = anchors, positives
-    return rows
 
 
 def broadcast_scale(scale: float | np.ndarray, dim: int = N_LATENTS) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Where each file of a dataset split lives (README, "Dataset card").
 
-``<root>/<split>/images/<index>.png``, ``raw_latents.npy``, ``latents.npy``, ``manifest.json``,
-plus ``images.npy`` once packed and ``render_job.json`` / ``shards/`` while rendering.
+``<root>/<split>/images/<index>.png``, ``raw_latents.npy``, ``latents.npy``, ``captions.txt``,
+``manifest.json``, plus ``images.npy`` once packed and ``render_job.json`` / ``shards/`` while rendering.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ class SplitLayout:
     @property
     def latents(self) -> Path:
         return self.folder / "latents.npy"
+
+    @property
+    def captions(self) -> Path:
+        return self.folder / "captions.txt"
 
     @property
     def manifest(self) -> Path:

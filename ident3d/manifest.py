@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -10,27 +9,32 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ident3d.errors import DatasetError
-from ident3d.latents import FACTORS
 from ident3d.readers import read_json
+from ident3d.variants import Variant, get_variant, manifest_fields
 
 MANIFEST_FORMAT = 1
 
 
-def factor_table() -> list[dict[str, Any]]:
-    return [asdict(f) for f in FACTORS]
+def factor_table(variant: Variant) -> list[dict[str, Any]]:
+    """One row per latent: index, name, group, scene quantity, unit, description, raw range."""
+    return [{"index": f.index, "name": f.name, "group": f.group, "scene_quantity": f.scene_quantity,
+             "unit": f.unit, "description": f.description, "periodic": False, "low": f.low,
+             "high": f.high, **({"classes": list(f.classes)} if f.is_class else {})}
+            for f in variant.factors]
 
 
-def build_manifest(*, variant: str, n: int, padding: int, renderer: dict[str, Any],
+def build_manifest(*, variant: str | Variant, n: int, padding: int, renderer: dict[str, Any],
                    settings: dict[str, Any], seeds: dict[str, Any], latents_sha256: str,
                    files: dict[str, str], image_mean: list[float], image_std: list[float],
                    pairs: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest of a rendered split; ``pairs`` only for a paired split (images 2i, 2i + 1)."""
+    variant = get_variant(variant)
     return {
         "format_version": MANIFEST_FORMAT,
         "dataset": "3dident",
-        "variant": variant,
-        "mapping_version": variant,
-        "factors": factor_table(),
+        **manifest_fields(variant),
+        "mapping_version": variant.name,
+        "factors": factor_table(variant),
         "n": n,
         "padding": padding,
         "renderer": renderer,

@@ -5,14 +5,15 @@
 * nonlinear R^2: RBF kernel ridge regression on standardised h with a fixed grid and 3-fold CV on
   a fixed subsample (the grid of the Causal3DIdent and Multimodal3DIdent papers), chosen per latent;
 * MCC: mean absolute correlation after Hungarian matching of latents to feature dimensions
-  (``scipy.optimize.linear_sum_assignment``), with Pearson or Spearman correlation.
+  (``scipy.optimize.linear_sum_assignment``), with Pearson or Spearman correlation;
+* class accuracy: a multinomial logistic read-out of a discrete latent (object class).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
-from scipy.optimize import linear_sum_assignment
+from scipy.optimize import linear_sum_assignment, minimize
 from scipy.spatial.distance import cdist
 from scipy.stats import rankdata
 
@@ -127,3 +128,36 @@ def mcc(z: np.ndarray, h: np.ndarray, method: str = "pearson",
                           np.abs(rho[np.arange(len(rho)), np.maximum(assignment, 0)]), 0.0)
     return per_latent, assignment
 
+
+
+def class_accuracy(c_fit: np.ndarray, h_fit: np.ndarray, c_score: np.ndarray, h_score: np.ndarray,
+                   n_classes: int, l2: float = 1e-3) -> float:
+    """Accuracy of a multinomial logistic read-out of the class from the features.
+
+    Features are standardised on the fit set; the softmax weights (with intercept) minimise the mean
+    cross-entropy plus ``l2`` times their squared norm, by L-BFGS from zero (deterministic).
+    """
+    mean, std = h_fit.mean(0), h_fit.std(0)
+    std = np.where(std > 0, std, 1.0)
+
+    def design(h: np.ndarray) -> np.ndarray:
+        return np.hstack([(h - mean) / std, np.ones((len(h), 1))])
+
+    x, labels = design(np.asarray(h_fit, np.float64)), np.asarray(c_fit).astype(int)
+    onehot = np.eye(n_classes)[labels]
+    shape = (x.shape[1], n_classes)
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        w = w.reshape(shape)
+        logits = x @ w
+        logits -= logits.max(1, keepdims=True)
+        log_p = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+        value = -(onehot * log_p).sum() / len(x) + l2 * (w[:-1] ** 2).sum()
+        grad = x.T @ (np.exp(log_p) - onehot) / len(x)
+        grad[:-1] += 2 * l2 * w[:-1]
+        return value, grad.ravel()
+
+    w = minimize(loss, np.zeros(np.prod(shape)), jac=True, method="L-BFGS-B",
+                 options={"maxiter": 500}).x.reshape(shape)
+    predicted = (design(np.asarray(h_score, np.float64)) @ w).argmax(1)
+    return float((predicted == np.asarray(c_score).astype(int)).mean())

@@ -60,6 +60,7 @@ def build_index(latents: np.ndarray, kind: str = "flat", use_gpu: bool | None = 
 
 
 TRANSFORM_STREAM = 2  # key of a pair's transform stream, after (seed, epoch, item)
+CLASS_WEIGHT = 100.0  # index weight of a class latent: larger than any distance of continuous latents
 
 
 def seeded(transform: Callable[[torch.Tensor], torch.Tensor], image: torch.Tensor,
@@ -154,6 +155,12 @@ class ContrastivePairs(PairDataset):
             raise DatasetError(f"{dataset.layout.folder}: {len(dataset)} image(s); positive pairs need at "
                                "least 2 (the positive is never the anchor itself). Fix: render more.")
         self._index: Any = None
+        # Class latents (object shape): drawn uniformly for the anchor, kept for the positive, and
+        # weighted in the index so that the nearest rendered latent always has the same class.
+        variant = getattr(dataset, "variant_spec", None)
+        self._classes = [(f.index, len(f.classes)) for f in variant.factors if f.is_class] if variant else []
+        self._weight = np.ones(dataset.latents.shape[1], np.float32)
+        self._weight[[c for c, _ in self._classes]] = CLASS_WEIGHT
 
     def __len__(self) -> int:
         return self.epoch_length
@@ -175,7 +182,8 @@ class ContrastivePairs(PairDataset):
         if self._index is None:
             if get_worker_info() is not None:
                 require("faiss").omp_set_num_threads(1)  # workers already run in parallel
-            self._index = build_index(self.dataset.latents, self.index_kind)
+            latents = self.dataset.latents * self._weight if self._classes else self.dataset.latents
+            self._index = build_index(latents, self.index_kind)
         return self._index
 
     def _uniforms(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -192,12 +200,16 @@ class ContrastivePairs(PairDataset):
         u_anchor, u_pos = self._uniforms(items)
         z = self.dataset.latents
         query = (2.0 * u_anchor - 1.0).astype(np.float32)
-        _, found = self.index.search(query, 1)
+        for column, k in self._classes:
+            query[:, column] = np.floor(u_anchor[:, column] * k)
+        _, found = self.index.search(query * self._weight, 1)
         anchor = found[:, 0]
         centre = query if self.legacy else z[anchor]
         positive_query = conditional_from_uniform(centre, u_pos, self.conditional, self.scale,
                                                   self.beta).astype(np.float32)
-        _, found = self.index.search(positive_query, 2)
+        for column, _ in self._classes:
+            positive_query[:, column] = centre[:, column]
+        _, found = self.index.search(positive_query * self._weight, 2)
         positive = np.where(found[:, 0] == anchor, found[:, 1], found[:, 0])
         return anchor, positive
 

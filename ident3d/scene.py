@@ -1,6 +1,7 @@
 """From raw latents to scene parameters: positions, Euler angles, spotlight position and RGB colours.
 
 Pure numpy, so the whole mapping is tested without Blender; ``render`` only applies the result.
+Which latent drives which quantity, and how, is a variant's spec (``ident3d.variants``).
 Geometry and colour constants follow Zimmermann et al. (ICML 2021), appendix A.4, and the
 measurements in docs/facts.md ("Latents").
 
@@ -24,7 +25,6 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from ident3d.errors import LatentError
-from ident3d.latents import check_raw_latents
 
 TEAPOT_SIZE = 4.4421  # largest dimension of the scaled teapot, "s" in docs/facts.md
 POSITION_SCALE = 3.0  # location = 3 u
@@ -39,7 +39,7 @@ SATURATIONS = (1.0, 0.8, 0.6)
 
 @dataclass(frozen=True)
 class SceneParams:
-    """Everything Blender needs per image; every field is an (N, 3) float64 array."""
+    """Everything Blender needs per image: (N, 3) float64 arrays and the shape names."""
 
     object_location: np.ndarray
     object_rotation: np.ndarray  # Euler XYZ, radians
@@ -47,13 +47,18 @@ class SceneParams:
     object_rgb: np.ndarray  # linear RGB as given to Blender
     spot_rgb: np.ndarray
     ground_rgb: np.ndarray
+    object_shape: np.ndarray  # (N,) shape names (ident3d.scene.SHAPES)
 
     def __len__(self) -> int:
         return len(self.object_location)
 
-    def row(self, i: int) -> dict[str, tuple[float, float, float]]:
-        """The parameters of image ``i`` as plain tuples (what a render worker consumes)."""
-        return {f.name: tuple(float(v) for v in getattr(self, f.name)[i]) for f in fields(self)}
+    def row(self, i: int) -> dict[str, tuple[float, float, float] | str]:
+        """The parameters of image ``i`` as plain values (what a render worker consumes)."""
+        row: dict[str, tuple[float, float, float] | str] = {
+            f.name: tuple(float(v) for v in getattr(self, f.name)[i]) for f in fields(self)
+            if f.name != "object_shape"}
+        row["object_shape"] = str(self.object_shape[i])
+        return row
 
 
 def hsv_to_rgb(h: np.ndarray, s: float, v: float = 1.0) -> np.ndarray:
@@ -125,70 +130,55 @@ def get_mapping(name: str) -> Mapping:
     return MAPPINGS[name]
 
 
-# Per factor: the scene quantity is SCALE * u + OFFSET (then, for the hues, the mapping's colour).
-# One table serves the renderer (scene_params), the latents file (scene_latents) and the card.
-SCENE_AFFINE: tuple[tuple[str, float, float, str], ...] = (  # symbol, scale, offset, printed scale
-    ("x", POSITION_SCALE, 0.0, "3"),
-    ("y", POSITION_SCALE, 0.0, "3"),
-    ("z", POSITION_SCALE, TEAPOT_SIZE / 2, "3"),
-    ("alpha", ANGLE_SCALE, 0.0, "(pi/2)"),
-    ("beta", ANGLE_SCALE, 0.0, "(pi/2)"),
-    ("gamma", ANGLE_SCALE, 0.0, "(pi/2)"),
-    ("theta", ANGLE_SCALE, 0.0, "(pi/2)"),
-    ("h", HUE_SCALE, 0.0, "1/4"),
-    ("h", HUE_SCALE, 0.0, "1/4"),
-    ("h", HUE_SCALE, 0.0, "1/4"),
-)
-HUES = slice(7, 10)
+@dataclass(frozen=True)
+class SceneQuantity:
+    """Something a latent can drive (``drives`` in a variant spec), with its value when none does."""
+
+    label: str
+    unit: str
+    symbol: str
+    default: float
+    saturation: float = 1.0  # hues only: the HSV saturation of that colour
+    note: str = ""
 
 
-def _scene_values(raw: np.ndarray, m: Mapping) -> np.ndarray:
-    """(N, 10) float64 scene quantities; hues in turns, wrapped when the mapping wraps them."""
-    z = check_raw_latents(raw)
-    scale = np.array([row[1] for row in SCENE_AFFINE])
-    offset = np.array([row[2] for row in SCENE_AFFINE])
-    out = z * scale + offset
-    if m.wraps_hue:
-        out[:, HUES] = np.mod(out[:, HUES], 1.0)
-    return out
+QUANTITIES: dict[str, SceneQuantity] = {
+    "object_x": SceneQuantity("object location x", "scene units", "x", 0.0),
+    "object_y": SceneQuantity("object location y", "scene units", "y", 0.0),
+    "object_z": SceneQuantity("object location z", "scene units", "z", TEAPOT_SIZE / 2),
+    "rotation_alpha": SceneQuantity("Euler X (mode XYZ)", "rad", "alpha", 0.0),
+    "rotation_beta": SceneQuantity("Euler Y (mode XYZ)", "rad", "beta", 0.0),
+    "rotation_gamma": SceneQuantity("Euler Z (mode XYZ)", "rad", "gamma", 0.0),
+    "spotlight_angle": SceneQuantity("spotlight position angle theta", "rad", "theta", 0.0,
+                                     note=f"spot at (4 sin theta, 4 cos theta, {SPOT_HEIGHT:.4f})"),
+    "object_hue": SceneQuantity("object colour hue", "turns", "h", 0.0, SATURATIONS[0]),
+    "spotlight_hue": SceneQuantity("spotlight colour hue", "turns", "h", 0.0, SATURATIONS[1]),
+    "ground_hue": SceneQuantity("ground colour hue", "turns", "h", 0.0, SATURATIONS[2]),
+    "object_class": SceneQuantity("object shape", "class", "c", 0.0),
+}
+# Object shapes a class latent can select: the teapot and meshes that need no download
+# (render/shapes.py builds them, each normalised to the teapot's size).
+SHAPES = ("teapot", "monkey", "torus", "cone", "cylinder", "cube", "sphere", "icosphere")
 
 
-def scene_params(raw: np.ndarray, mapping: str = DEFAULT_MAPPING) -> SceneParams:
-    """Map raw latents (N, 10) in [-1, 1] to scene parameters with the named mapping."""
-    m = get_mapping(mapping)
-    v = _scene_values(raw, m)
-    theta = v[:, 6]
+def params_from_quantities(values: dict[str, np.ndarray], n: int, colour: Mapping,
+                           shape: np.ndarray | None = None) -> SceneParams:
+    """Scene parameters of ``n`` images from scene quantities (hues in turns); a quantity missing
+    from ``values`` takes its default, a missing ``shape`` is the teapot."""
+    def q(name: str) -> np.ndarray:
+        if name in values:
+            return np.asarray(values[name], np.float64)
+        return np.full(n, QUANTITIES[name].default)
+
+    theta = q("spotlight_angle")
     spot = np.stack([SPOT_RADIUS * np.sin(theta), SPOT_RADIUS * np.cos(theta),
                      np.full_like(theta, SPOT_HEIGHT)], axis=1)
     return SceneParams(
-        object_location=v[:, 0:3].copy(),
-        object_rotation=v[:, 3:6].copy(),
+        object_location=np.stack([q("object_x"), q("object_y"), q("object_z")], axis=1),
+        object_rotation=np.stack([q("rotation_alpha"), q("rotation_beta"), q("rotation_gamma")], axis=1),
         spot_location=spot,
-        object_rgb=m.hue_to_rgb(v[:, 7], SATURATIONS[0]),
-        spot_rgb=m.hue_to_rgb(v[:, 8], SATURATIONS[1]),
-        ground_rgb=m.hue_to_rgb(v[:, 9], SATURATIONS[2]),
+        object_rgb=colour.hue_to_rgb(q("object_hue"), QUANTITIES["object_hue"].saturation),
+        spot_rgb=colour.hue_to_rgb(q("spotlight_hue"), QUANTITIES["spotlight_hue"].saturation),
+        ground_rgb=colour.hue_to_rgb(q("ground_hue"), QUANTITIES["ground_hue"].saturation),
+        object_shape=np.full(n, "teapot", dtype=object) if shape is None else np.asarray(shape, object),
     )
-
-
-def scene_latents(raw: np.ndarray, mapping: str = DEFAULT_MAPPING) -> np.ndarray:
-    """Scene-space values per factor, as stored in ``latents.npy`` (N, 10), float32.
-
-    Columns: location x, y, z (scene units), Euler X, Y, Z (rad), spotlight angle (rad), then the
-    three hues in turns (wrapped to [0, 1) for ``v2``, unwrapped as in the original for ``legacy``).
-    """
-    return _scene_values(raw, get_mapping(mapping)).astype(np.float32)
-
-
-def factor_formulas(mapping: str = DEFAULT_MAPPING) -> tuple[str, ...]:
-    """Human-readable formula from raw latent u to the scene, per factor (for the dataset card)."""
-    m = get_mapping(mapping)
-    out = []
-    for k, (symbol, _, offset, printed) in enumerate(SCENE_AFFINE):
-        if k in range(HUES.start, HUES.stop):
-            out.append(m.hue_formula.format(s=SATURATIONS[k - HUES.start]))
-            continue
-        text = f"{symbol} = {printed}u" + (f" + {offset:.4f}" if offset else "")
-        if symbol == "theta":
-            text += f"; spot at (4 sin theta, 4 cos theta, {SPOT_HEIGHT:.4f})"
-        out.append(text)
-    return tuple(out)

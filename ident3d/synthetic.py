@@ -14,9 +14,9 @@ import numpy as np
 from PIL import Image
 
 from ident3d import atomic
-from ident3d.latents import sample_uniform
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import build_manifest, channel_stats
+from ident3d.variants import get_variant
 
 NETWORK_SEED = 1234
 
@@ -33,7 +33,7 @@ def network_pixels(z: np.ndarray, size: int) -> np.ndarray:
     from torch import nn
 
     generator = torch.Generator().manual_seed(NETWORK_SEED)
-    net = nn.Sequential(nn.Linear(10, 256), nn.Tanh(), nn.Linear(256, 3 * 8 * 8))
+    net = nn.Sequential(nn.Linear(z.shape[1], 256), nn.Tanh(), nn.Linear(256, 3 * 8 * 8))
     images = []
     with torch.no_grad():
         for p in net.parameters():
@@ -47,15 +47,16 @@ def network_pixels(z: np.ndarray, size: int) -> np.ndarray:
 
 def write_synthetic_split(root: Path, split: str = "train", n: int = 50, size: int = 16,
                           manifest: bool = True, seed: int = 0, *, pixels: str = "colours",
-                          png: bool = True) -> Path:
-    """Write ``root/split`` with ``n`` images of ``size`` px and uniform latents drawn with ``seed``.
+                          png: bool = True, variant: str = "v2") -> Path:
+    """Write ``root/split`` with ``n`` images of ``size`` px and latents of ``variant`` drawn with
+    ``seed`` (uniform for v2).
 
     ``png=False`` writes only the packed ``images.npy`` (no PNG files; needs ``manifest``), which
     is what a large benchmark split wants. Returns the split folder.
     """
     lay = SplitLayout(Path(root), split)
     lay.images.mkdir(parents=True, exist_ok=True)
-    z = sample_uniform(n, seed)
+    z = get_variant(variant).sample(n, seed)
     atomic.save_npy(lay.raw_latents, z)
     atomic.save_npy(lay.latents, z * 3)
     images = colour_pixels(z, size, seed) if pixels == "colours" else network_pixels(z, size)
@@ -74,7 +75,7 @@ def write_synthetic_split(root: Path, split: str = "train", n: int = 50, size: i
         flat = images.reshape(-1, 3) / 255.0
         mean, std = flat.mean(0).round(6).tolist(), flat.std(0).round(6).tolist()
     document = build_manifest(
-        variant="v2", n=n, padding=width, renderer={"name": f"ident3d.synthetic ({pixels})"},
+        variant=variant, n=n, padding=width, renderer={"name": f"ident3d.synthetic ({pixels})"},
         settings={"resolution": size}, seeds={"latents": seed}, latents_sha256=atomic.sha256_array(z),
         files={p.name: atomic.sha256_file(p) for p in paths} if png else {}, image_mean=mean,
         image_std=std)

@@ -9,10 +9,10 @@ from PIL import Image
 
 from ident3d.atomic import sha256_file
 from ident3d.errors import DatasetError, Ident3dError, LatentError
-from ident3d.latents import check_raw_latents
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import read_manifest
 from ident3d.readers import read_array
+from ident3d.variants import split_variant
 
 QUICK_SAMPLE = 100
 
@@ -33,7 +33,8 @@ def verify_split(root, split: str, quick: bool = False) -> Report:
     report = Report()
     try:
         raw = read_array(lay.raw_latents, DatasetError, lay.repair_command())
-        check_raw_latents(raw, what=str(lay.raw_latents))
+        manifest = read_manifest(lay.manifest) if lay.manifest.exists() else None
+        split_variant(manifest).check_raw(raw, what=str(lay.raw_latents))
     except (DatasetError, LatentError) as error:
         report.problems.append(str(error))
         return report

@@ -1,7 +1,8 @@
 """Build the 3DIdent scene in code with bpy and render single images into it.
 
 Scene values follow docs/facts.md ("Scene") (the original CLEVR-derived scene read in current
-Blender). Only ``apply`` changes between images: object transform, spot position and the colours.
+Blender). Only ``apply`` changes between images: object transform, spot position, the colours and,
+for variants with object classes, which shape is visible (shapes are built on first use).
 """
 
 from __future__ import annotations
@@ -9,10 +10,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+
 from ident3d.extras import require
 from ident3d.scene import GROUND_Z
 from render.settings import RenderSettings
-from render.teapot import OBJECT_SCALE, teapot_mesh
+from render.shapes import SMOOTH, normalise, shape_mesh
+from render.teapot import OBJECT_SCALE
 
 CAMERA_LOCATION = (8.0, 0.0, 8.0)
 SUN = {"location": (0.0, 0.0, 25.8), "energy": 0.5, "angle_deg": 11.42}
@@ -137,16 +141,8 @@ class BlenderScene:
         area = _light(bpy, "area", "AREA", AREA["location"], AREA["energy"])
         area.data.size = AREA["size"]
 
-        vertices, faces = teapot_mesh()
-        mesh = bpy.data.meshes.new("teapot")
-        mesh.from_pydata(vertices.tolist(), [], [list(f) for f in faces])
-        mesh.shade_smooth()
-        mesh.validate()
-        self.teapot = bpy.data.objects.new("teapot", mesh)
-        self.teapot.scale = (OBJECT_SCALE,) * 3
-        self.teapot.rotation_mode = "XYZ"
-        scene.collection.objects.link(self.teapot)
-        self._recalc_normals(mesh)
+        self.objects: dict = {}
+        self.teapot = self._shape_object("teapot")
 
         half = GROUND_SIZE / 2
         ground_mesh = bpy.data.meshes.new("ground")
@@ -156,9 +152,9 @@ class BlenderScene:
         ground.location = (0.0, 0.0, GROUND_Z)
         scene.collection.objects.link(ground)
 
-        teapot_mat, self.teapot_rgb = _rubber_material(bpy, "teapot")
+        self.object_material, self.teapot_rgb = _rubber_material(bpy, "teapot")
         ground_mat, self.ground_rgb = _rubber_material(bpy, "ground")
-        mesh.materials.append(teapot_mat)
+        self.teapot.data.materials.append(self.object_material)
         ground_mesh.materials.append(ground_mat)
 
         self.spot = _light(bpy, "spot", "SPOT", (0.0, 0.0, 0.0), SPOT["energy"])
@@ -196,24 +192,53 @@ class BlenderScene:
         c.filter_width = 1.5
         _configure_device(self.bpy, scene, s.device)
 
-    def _recalc_normals(self, mesh) -> None:
-        bmesh = require("bmesh")
+    def _shape_object(self, name: str):
+        """The object of shape ``name``, built and linked on first use with the shared material."""
+        if name in self.objects:
+            return self.objects[name]
+        bpy, bmesh = self.bpy, require("bmesh")
+        mesh = bpy.data.meshes.new(name)
+        if name == "monkey":  # Blender's Suzanne, normalised like every other shape
+            bm = bmesh.new()
+            bmesh.ops.create_monkey(bm)
+            bm.to_mesh(mesh)
+            bm.free()
+            vertices = normalise(np.array([v.co for v in mesh.vertices]))
+            mesh.vertices.foreach_set("co", vertices.ravel())
+        else:
+            vertices, faces = shape_mesh(name)
+            mesh.from_pydata(vertices.tolist(), [], [list(f) for f in faces])
+        if name in SMOOTH:
+            mesh.shade_smooth()
+        mesh.validate()
+        obj = bpy.data.objects.new(name, mesh)
+        obj.scale = (OBJECT_SCALE,) * 3
+        obj.rotation_mode = "XYZ"
+        self.bpy.context.scene.collection.objects.link(obj)
         bm = bmesh.new()
         bm.from_mesh(mesh)
         bmesh.ops.recalc_face_normals(bm, faces=bm.faces)
         bm.to_mesh(mesh)
         bm.free()
+        if self.objects:  # the teapot gets its material in __init__, after the materials exist
+            mesh.materials.append(self.object_material)
+        self.objects[name] = obj
+        return obj
 
-    def apply(self, params: dict[str, tuple[float, float, float]]) -> None:
-        """Set one image's scene parameters (a row of ``ident3d.scene.SceneParams``)."""
-        self.teapot.location = params["object_location"]
-        self.teapot.rotation_euler = params["object_rotation"]
+    def apply(self, params: dict) -> None:
+        """Set one image's scene parameters (a row of ``ident3d.scene.SceneParams``). The teapot is
+        always placed (the spotlight aims at it), hidden when another shape is shown."""
+        shown = self._shape_object(params.get("object_shape", "teapot"))
+        for obj in self.objects.values():
+            obj.location = params["object_location"]
+            obj.rotation_euler = params["object_rotation"]
+            obj.hide_render = obj is not shown
         self.spot.location = params["spot_location"]
         self.spot.data.color = params["spot_rgb"]
         self.teapot_rgb.outputs[0].default_value = (*params["object_rgb"], 1.0)
         self.ground_rgb.outputs[0].default_value = (*params["ground_rgb"], 1.0)
 
-    def render(self, params: dict[str, tuple[float, float, float]], path: Path) -> None:
+    def render(self, params: dict, path: Path) -> None:
         """Render one image to ``path`` (the caller makes the write atomic)."""
         self.apply(params)
         scene = self.bpy.context.scene

@@ -16,18 +16,16 @@ import numpy as np
 from tqdm import tqdm
 
 from ident3d import atomic
+from ident3d.captions import captions
 from ident3d.errors import ManifestMismatchError, RenderError
 from ident3d.latents import (
     broadcast_scale,
-    check_raw_latents,
     conditional_distribution,
-    sample_pairs,
-    sample_uniform,
 )
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import build_manifest, channel_stats, read_manifest
 from ident3d.readers import read_array, read_json
-from ident3d.scene import get_mapping, scene_latents, scene_params
+from ident3d.variants import Variant, get_variant, manifest_fields, split_variant
 from render import engines
 from render.settings import RenderSettings, track_settings
 
@@ -38,10 +36,10 @@ PNG_END = b"IEND\xaeB`\x82"
 @dataclass(frozen=True)
 class RenderJob:
     layout: SplitLayout
-    variant: str
+    variant: Variant
     settings: RenderSettings
     seed: int
-    raw: np.ndarray  # (N, 10) float32
+    raw: np.ndarray  # (N, k) float32 raw latents of the variant
     latents_file: str | None = None
     pairs: dict[str, Any] | None = None  # a paired split: how positives were drawn (sample_pairs)
 
@@ -56,7 +54,7 @@ class RenderJob:
     def spec(self) -> dict[str, Any]:
         """What must agree between runs writing into the same split."""
         return {
-            "variant": self.variant,
+            **manifest_fields(self.variant),
             "render_settings": self.settings.pixel_identity(),
             "seed": None if self.latents_file else self.seed,
             "n": self.n,
@@ -65,14 +63,14 @@ class RenderJob:
         }
 
 
-def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str,
+def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str | Path | Variant,
              settings: RenderSettings, latents_file: Path | None = None,
              pairs: dict[str, Any] | None = None) -> RenderJob:
     """Check every input before anything is written: variant, latents shape, range and finiteness.
 
     ``pairs`` (``{"conditional": ..., "scale": ..., "beta": ...}``) makes a paired split of ``n``
     exact positive pairs, ``2n`` images: anchor ``i`` is image ``2i``, its positive ``2i + 1``."""
-    get_mapping(variant)
+    variant = get_variant(variant)
     if pairs is not None:
         if latents_file is not None:
             raise RenderError("--pairs draws its own latents; --latents cannot be combined with it. "
@@ -80,20 +78,21 @@ def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str,
         if n is None or n < 1:
             raise RenderError(f"--n must be a positive number of pairs, got {n}")
         pairs = {"conditional": pairs["conditional"], "beta": pairs.get("beta"),
-                 "scale": [float(v) for v in broadcast_scale(pairs["scale"])]}
+                 "scale": [float(v) for v in broadcast_scale(pairs["scale"], variant.n_latents)]}
         conditional_distribution(pairs["conditional"], pairs["beta"])
-        raw = sample_pairs(n, seed, pairs["conditional"], np.array(pairs["scale"]), pairs["beta"])
+        raw = variant.sample_pairs(n, seed, pairs["conditional"], np.array(pairs["scale"]), pairs["beta"])
         return RenderJob(SplitLayout(Path(root), split), variant, settings, seed, raw, None, pairs)
     if latents_file is not None:
-        raw = read_array(latents_file, RenderError, "save an (N, 10) float array with numpy.save")
-        raw = check_raw_latents(raw, what=f"--latents {latents_file}").astype(np.float32)
+        raw = read_array(latents_file, RenderError,
+                         f"save an (N, {variant.n_latents}) float array with numpy.save")
+        raw = variant.check_raw(raw, what=f"--latents {latents_file}").astype(np.float32)
         if n is not None and n != len(raw):
             raise RenderError(f"--n {n} disagrees with --latents {latents_file}, which holds "
                               f"{len(raw)} rows. Fix: drop --n.")
     else:
         if n is None or n < 1:
             raise RenderError(f"--n must be a positive number of images, got {n}")
-        raw = sample_uniform(n, seed)
+        raw = variant.sample(n, seed)
     return RenderJob(SplitLayout(Path(root), split), variant, settings, seed, raw,
                      str(latents_file) if latents_file else None)
 
@@ -142,7 +141,10 @@ def prepare(job: RenderJob) -> None:
     if not lay.raw_latents.exists():
         atomic.save_npy(lay.raw_latents, job.raw)
     if not lay.latents.exists():
-        atomic.save_npy(lay.latents, scene_latents(job.raw, job.variant))
+        atomic.save_npy(lay.latents, job.variant.scene_latents(job.raw))
+    if not lay.captions.exists():
+        text = "".join(f"{line}\n" for line in captions(job.variant.scene_params(job.raw)))
+        atomic.write_bytes(lay.captions, text.encode())
     if not lay.render_job.exists():
         atomic.write_json(lay.render_job, spec)
 
@@ -185,7 +187,7 @@ def render_split(job: RenderJob, *, engine: str = "local", workers: int = 1,
     indices = shard_range(job.n, *shard)
     todo = [i for i in indices if not image_is_complete(lay.image(i, job.padding))]
     if todo:
-        params = scene_params(job.raw[todo], job.variant)
+        params = job.variant.scene_params(job.raw[todo])
         tasks = [(i, str(lay.image(i, job.padding)), params.row(k)) for k, i in enumerate(todo)]
         with tqdm(total=len(indices), initial=len(indices) - len(todo), unit="img",
                   desc=f"render {lay.split} {shard[0]}/{shard[1]}", disable=not progress) as bar:
@@ -248,7 +250,7 @@ def finalize(lay: SplitLayout) -> Path:
                 "blender": _version("bpy"), "engine": spec["render_settings"]["engine"]}
     seeds = {"latents": spec["seed"], "cycles": spec["render_settings"]["cycles_seed"]}
     manifest = build_manifest(
-        variant=spec["variant"], n=n, padding=padding, renderer=renderer,
+        variant=split_variant(spec), n=n, padding=padding, renderer=renderer,
         settings=spec["render_settings"], seeds=seeds, latents_sha256=spec["raw_latents_sha256"],
         files={name: files[name] for name in names}, image_mean=mean, image_std=std,
         pairs=spec.get("pairs"))
@@ -277,7 +279,7 @@ def repair_split(lay: SplitLayout, indices: list[int], *, engine: str = "local",
                           "(sha256 in manifest.json). Fix: restore the file, or render a new split.")
     settings = RenderSettings(**manifest["render_settings"])
     paths = [lay.image(i, manifest["padding"]) for i in indices]
-    params = scene_params(raw[indices], manifest["variant"])
+    params = split_variant(manifest).scene_params(raw[indices])
     tasks = [(i, str(path), params.row(k)) for k, (i, path) in enumerate(zip(indices, paths,
                                                                              strict=True))]
     with tqdm(total=len(tasks), unit="img", desc=f"repair {lay.split}", disable=not progress) as bar:

@@ -14,7 +14,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ident3d import atomic
 from ident3d.errors import RenderError
-from ident3d.latents import FACTORS, N_LATENTS, check_raw_latents
+from ident3d.variants import Variant, get_variant
 from render.job import plan_job, render_split
 from render.settings import RenderSettings
 
@@ -22,15 +22,21 @@ LABEL_WIDTH = 150
 BACKGROUND = (255, 255, 255)
 
 
-def traversal_latents(steps: int, base: np.ndarray | None = None) -> np.ndarray:
-    """Raw latents of shape (10 * steps, 10): row block i sweeps latent i from -1 to 1."""
+def traversal_latents(steps: int, base: np.ndarray | None = None, variant: str | Variant = "v2"
+                      ) -> np.ndarray:
+    """Raw latents of shape (k * steps, k): row block i sweeps latent i from -1 to 1, or through
+    its classes (evenly spaced class numbers: every class when steps >= the number of classes)."""
     if steps < 2:
         raise RenderError(f"steps must be at least 2 to show a change, got {steps}")
-    base = np.zeros(N_LATENTS, np.float32) if base is None else np.asarray(base, np.float32)
-    check_raw_latents(base[None], what="traversal base latent")
-    grid = np.repeat(base[None], N_LATENTS * steps, axis=0)
-    for i in range(N_LATENTS):
-        grid[i * steps:(i + 1) * steps, i] = np.linspace(-1.0, 1.0, steps)
+    variant = get_variant(variant)
+    k = variant.n_latents
+    base = np.zeros(k, np.float32) if base is None else np.asarray(base, np.float32)
+    variant.check_raw(base[None], what="traversal base latent")
+    grid = np.repeat(base[None], k * steps, axis=0)
+    for f in variant.factors:
+        sweep = (np.round(np.linspace(0, len(f.classes) - 1, steps)) if f.is_class
+                 else np.linspace(-1.0, 1.0, steps))
+        grid[f.index * steps:(f.index + 1) * steps, f.index] = sweep
     return grid
 
 
@@ -48,21 +54,22 @@ def compose_grid(images: list[Path], steps: int, labels: list[str]) -> Image.Ima
     return sheet
 
 
-def render_traversal(out: Path, *, variant: str, steps: int, settings: RenderSettings,
+def render_traversal(out: Path, *, variant: str | Variant, steps: int, settings: RenderSettings,
                      cache: Path | None = None, workers: int = 1, progress: bool = True) -> Path:
     """Render the traversal grid to ``out`` (PNG). Renders are kept in ``cache`` for resuming."""
     out = Path(out)
     cache = Path(cache) if cache is not None else out.with_name(f".{out.stem}-renders")
     cache.mkdir(parents=True, exist_ok=True)
-    latents_file = cache / f"traversal-{steps}.npy"
+    variant = get_variant(variant)
+    latents_file = cache / f"traversal-{variant.name}-{steps}.npy"
     if not latents_file.exists():
-        atomic.save_npy(latents_file, traversal_latents(steps))
-    split = f"{variant}-{settings.preset}-{settings.resolution}px-{steps}"
+        atomic.save_npy(latents_file, traversal_latents(steps, variant=variant))
+    split = f"{variant.name}-{settings.preset}-{settings.resolution}px-{steps}"
     job = plan_job(cache, split, n=None, seed=0, variant=variant, settings=settings,
                    latents_file=latents_file)
     render_split(job, workers=workers, progress=progress)
     images = [job.layout.image(i, job.padding) for i in range(job.n)]
-    labels = [f"{f.name} ({variant})" for f in FACTORS]
+    labels = [f"{f.name} ({variant.name})" for f in variant.factors]
     with atomic.atomic_path(out, suffix=".png") as tmp:
         compose_grid(images, steps, labels).save(tmp, format="PNG")
     return out

@@ -26,7 +26,7 @@ def paper_entry():
 
 
 def fake_result(r2=0.8, mcc=0.7, protocol="ident3d-eval-v1", sha="ab" * 32, track="3dident-published@1"):
-    from ident3d.latents import FACTOR_NAMES
+    from ident3d.variants import FACTOR_NAMES
 
     per = [{"factor": f, "linear_r2": r2, "nonlinear_r2": r2, "mcc_pearson": mcc, "mcc_spearman": mcc}
            for f in FACTOR_NAMES]

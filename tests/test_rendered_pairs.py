@@ -14,9 +14,12 @@ from baselines.config import load_preset
 from baselines.train import read_log, train
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import DatasetError
-from ident3d.latents import sample_pairs, sample_uniform
+from ident3d.latents import sample_uniform
 from ident3d.packing import pack_split
 from ident3d.pairs import ContrastivePairs, RenderedPairs
+from ident3d.variants import get_variant
+
+sample_pairs = get_variant("v2").sample_pairs
 
 SCALES = np.array([0.01] * 5 + [0.3] * 5)
 

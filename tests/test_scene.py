@@ -13,9 +13,8 @@ from ident3d.scene import (
     SATURATIONS,
     TEAPOT_SIZE,
     colorsys_hsv_to_rgb_clamped,
-    scene_latents,
-    scene_params,
 )
+from ident3d.variants import scene_latents, scene_params
 
 HUE_COLUMNS = {"object_rgb": 7, "spot_rgb": 8, "ground_rgb": 9}
 REPO = Path(__file__).resolve().parents[1]
@@ -96,15 +95,16 @@ def test_scene_latents_columns():
     assert v2[0, 7] == pytest.approx(0.75) and legacy[0, 7] == pytest.approx(-0.25)
 
 
-def test_row_gives_plain_tuples():
+def test_row_gives_plain_values():
     row = scene_params(np.zeros((1, 10))).row(0)
+    assert row.pop("object_shape") == "teapot"  # v2 has no class latent: always the teapot
     assert set(row) == {"object_location", "object_rotation", "spot_location", "object_rgb",
                         "spot_rgb", "ground_rgb"}
     assert all(isinstance(v, tuple) and len(v) == 3 for v in row.values())
 
 
 def test_unknown_mapping_and_bad_latents():
-    with pytest.raises(LatentError, match="unknown scene mapping 'v3'"):
+    with pytest.raises(LatentError, match="unknown variant 'v3'"):
         scene_params(np.zeros((1, 10)), "v3")
     with pytest.raises(LatentError, match="row 0, column 0"):
         scene_params(np.full((1, 10), 1.5))

@@ -47,6 +47,19 @@ def positive_float(text: str) -> float:
     return _number(float, text, lambda v: v > 0, "a positive finite number")
 
 
+def variant_arg(text: str) -> str:
+    """A built-in variant's name or a spec file (.toml); the spec itself is checked when it is used."""
+    from ident3d.variants import builtin_names
+
+    if text in builtin_names() or (text.endswith(".toml") and Path(text).is_file()):
+        return text
+    raise argparse.ArgumentTypeError(f"expected one of {', '.join(builtin_names())} or an existing .toml "
+                                     f"spec file, got {text!r}")
+
+
+VARIANT_HELP = "a built-in variant (v2, legacy, objects, causal) or a variant spec file (.toml)"
+
+
 def add_dataset_root(p: argparse.ArgumentParser, help_text: str, *, old_option: str | None = None,
                      old_positional: bool = False) -> None:
     """``--data ROOT``: the dataset root, spelled the same in every verb. Spellings of earlier

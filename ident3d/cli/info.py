@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "print the dataset card: the 10 factors, their ranges and scene meaning"
-EXAMPLE = "ident3d info --variant legacy --markdown"
+HELP = "print a variant's dataset card: its latents, ranges, scene meaning and causal model"
+EXAMPLE = "ident3d info --variant legacy --markdown\n  ident3d info --variant my-variant.toml"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from ident3d.scene import MAPPINGS
+    from ident3d.cli.arguments import VARIANT_HELP, variant_arg
 
-    p.add_argument("--variant", default="v2", choices=sorted(MAPPINGS), help="scene mapping")
+    p.add_argument("--variant", default="v2", type=variant_arg, help=VARIANT_HELP)
     p.add_argument("--markdown", action="store_true",
                    help="print the README block with its markers (to paste into README.md)")
 

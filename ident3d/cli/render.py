@@ -5,14 +5,15 @@ import math
 from pathlib import Path
 
 from ident3d.cli.arguments import (
+    VARIANT_HELP,
     add_dataset_root,
     blender_device,
     check_output_folder,
     nonnegative_int,
     positive_int,
+    variant_arg,
 )
-from ident3d.latents import CONDITIONALS, N_LATENTS
-from ident3d.scene import MAPPINGS
+from ident3d.latents import CONDITIONALS
 from render.settings import PRESETS
 
 HELP = "render a 3DIdent split with Blender (resumable; local processes, Ray, or one shard)"
@@ -38,8 +39,8 @@ def scale_arg(text: str) -> tuple[float, ...]:
         values = tuple(float(v) for v in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
-    if len(values) not in (1, N_LATENTS) or not all(math.isfinite(v) and v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected 1 or {N_LATENTS} positive numbers, got {text!r}")
+    if not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
     return values
 
 
@@ -51,21 +52,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=positive_int,
                    help="number of images (of pairs with --pairs; not needed with --latents)")
     p.add_argument("--seed", type=nonnegative_int, help="seed of the uniform latents (default: 0)")
-    p.add_argument("--variant", choices=list(MAPPINGS), help="scene mapping (default: v2)")
+    p.add_argument("--variant", type=variant_arg, help=VARIANT_HELP + " (default: v2)")
     p.add_argument("--preset", choices=list(PRESETS),
                    help="quality preset (default: standard)")
     p.add_argument("--resolution", type=positive_int, help="override the preset's image size (px)")
     p.add_argument("--samples", type=positive_int, help="override the preset's Cycles samples")
     p.add_argument("--device", default="cpu", type=blender_device, choices=["cpu", "gpu"],
                    help="Blender Cycles device")
-    p.add_argument("--latents", type=Path, help="render these raw latents (.npy, N x 10)")
+    p.add_argument("--latents", type=Path, help="render these raw latents (.npy, one row per image)")
     p.add_argument("--pairs", action="store_true",
                    help="a paired split: --n exact positive pairs (2n images; anchor 2i, positive 2i+1) "
                         "drawn from --conditional with --scale, no nearest-neighbour snapping")
     p.add_argument("--conditional", default="normal", choices=CONDITIONALS,
                    help="with --pairs: the positive's distribution around the anchor")
     p.add_argument("--scale", type=scale_arg, default=(0.1,), metavar="S[,S,...]",
-                   help="with --pairs: one scale, or one per latent (10, comma-separated) (default: 0.1)")
+                   help="with --pairs: one scale, or one per latent (comma-separated) (default: 0.1)")
     p.add_argument("--beta", type=float, help="with --pairs --conditional gennorm: the exponent")
     p.add_argument("--workers", type=positive_int, default=1, help="render processes (or Ray CPUs)")
     p.add_argument("--engine", default="local", choices=["local", "ray"],

@@ -3,8 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import blender_device, check_output_file, positive_int
-from ident3d.scene import MAPPINGS
+from ident3d.cli.arguments import VARIANT_HELP, blender_device, check_output_file, positive_int, variant_arg
 from render.settings import PRESETS
 
 HELP = "render a latent-traversal figure: one row per latent swept over its range (Figure 3)"
@@ -14,7 +13,7 @@ EXAMPLE = ("ident3d traverse --out fig.png --variant v2 --steps 7\n"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="figure to write (.png)")
-    p.add_argument("--variant", default="v2", choices=list(MAPPINGS), help="scene mapping")
+    p.add_argument("--variant", default="v2", type=variant_arg, help=VARIANT_HELP)
     p.add_argument("--steps", type=positive_int, default=7, help="images per row")
     p.add_argument("--preset", default="preview", choices=list(PRESETS), help="quality preset")
     p.add_argument("--resolution", type=positive_int, help="override the preset's image size (px)")
