@@ -21,8 +21,8 @@ from typing import Any
 
 from scipy.stats import spearmanr
 
-from ident3d.latents import FACTOR_NAMES
 from ident3d.manifest import read_manifest
+from ident3d.variants import FACTOR_NAMES
 
 HUES = ("object_hue", "spotlight_hue", "ground_hue")
 MARGIN = 0.05  # "well above": at least 5 percentage points

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from importlib.resources import files
 
-from ident3d.latents import FACTOR_NAMES
 from ident3d.tracks import tracks
+from ident3d.variants import FACTOR_NAMES
 from leaderboard.ranking import Entry, ranked_tables
 
 PAGE_FIELDS = ("id", "name", "paper", "code", "authors", "positives", "loss", "model_space", "status",
