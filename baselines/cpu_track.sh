@@ -18,7 +18,8 @@
 # Run names are DATA-PRESET[-sSEED]. DATA is v2 or legacy (the two tracks), or v2pairs: exactly
 # rendered positive pairs (PAIRED_N pairs at the track's render settings, one positive scale per
 # latent: PAIRED_SCALE) for the AnInfoNCE comparison, trained with `positives = "rendered"` and
-# scored on the v2 track's test split (linked into the paired data folder).
+# scored on the v2 track's test split (linked into the paired data folder). v2-aninfonce trains the
+# same preset on snapped pairs of the track's training split: snapped versus exact positives.
 # DEVICE=cuda trains on a GPU instead (the budgets stay; the numbers then are not the entries').
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,11 +36,11 @@ LR=1e-3
 CHECKPOINT_EVERY=200
 PAIRED_N=25000
 PAIRED_SEED=2
-PAIRED_SCALE=0.02,0.5,0.05,0.2,0.1,0.02,0.5,0.05,0.2,0.1
+PAIRED_SCALE=0.02,0.5,0.05,0.2,0.1,0.02,0.5,0.05,0.2,0.1  # the aninfonce presets' scales
 # name: data preset seed ("pixels" runs have no training)
 ALL_RUNS="v2-supervised v2-normal-box-s0 v2-normal-box-s1 v2-normal-box-s2 v2-normal-unbounded
           v2-laplace-box v2-normal-sphere-vmf v2-augm-sphere-vmf v2-pixels legacy-normal-box-s0
-          v2pairs-aninfonce v2pairs-aninfonce-isotropic"
+          v2pairs-aninfonce v2pairs-aninfonce-isotropic v2-aninfonce"
 RUNS=${RUNS:-$ALL_RUNS}
 
 render_track() {  # data-folder track

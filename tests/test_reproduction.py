@@ -79,12 +79,22 @@ def test_anisotropic_section_matches_lambda_to_latents_and_states_the_verdict(tm
         with (folder / "log.jsonl").open("a") as log:
             log.write(json.dumps({"step": 50, "precision": [1.0] * len(precision)}) + "\n")
             log.write(json.dumps({"step": 100, "precision": precision}) + "\n")
+    # the same preset on snapped pairs of an unpaired split: the realised spreads are compared
+    write_fake_split(tmp_path / "data" / "v2-64", "train", n=400, size=8)
+    write_run(tmp_path, "v2-aninfonce", 0.7, 0.7)
+    config_path = tmp_path / "runs" / "v2-aninfonce" / "config.json"
+    config = json.loads(config_path.read_text())
+    config.update(data=str(tmp_path / "data" / "v2-64"), train_split="train", scale=scale, seed=0)
+    config_path.write_text(json.dumps(config))
     text = summarize(tmp_path)
     assert "| object_x | 0.02 | 2.5e+03 | 95.00 | 95.00 |" in text
     assert "| object_y | 0.5 | 4 | 90.00 | 50.00 |" in text
     assert "(Spearman): 1.00" in text
     assert "On the 4 latents with the widest positives, AnInfoNCE's linear R² is +40.00 points" in text
     assert "collapses holds at this scale" in text
+    rows = [line for line in text.splitlines() if line.startswith("| rotation_alpha | 0.2 |")]
+    assert len(rows) == 2 and rows[1].endswith("| 70.00 | 90.00 |")  # R² snapped, exact
+    assert "Rank correlation of the realised spread with the asked scales: snapped" in text
 
 
 def test_entries_are_rescored_and_verified(tmp_path):
