@@ -241,8 +241,9 @@ class RenderedPairs(PairDataset):
         return self.epoch_length
 
     def __repr__(self) -> str:
-        return (f"RenderedPairs({self.n_pairs} pairs of {self.dataset.layout.folder}, "
-                f"{self.spec['conditional']} scale {self.spec['scale']}, seed {self.seed})")
+        how = (f"style {', '.join(self.spec['style'])} resampled, the rest shared" if self.spec.get("style")
+               else f"{self.spec['conditional']} scale {self.spec['scale']}")
+        return f"RenderedPairs({self.n_pairs} pairs of {self.dataset.layout.folder}, {how}, seed {self.seed})"
 
     def sample_indices(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Image indices of anchor and positive for each item."""

@@ -77,10 +77,13 @@ def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str |
                               "Fix: drop one of them.")
         if n is None or n < 1:
             raise RenderError(f"--n must be a positive number of pairs, got {n}")
+        style = pairs.get("style")
         pairs = {"conditional": pairs["conditional"], "beta": pairs.get("beta"),
-                 "scale": [float(v) for v in broadcast_scale(pairs["scale"], variant.n_latents)]}
+                 "scale": [float(v) for v in broadcast_scale(pairs["scale"], variant.n_latents)],
+                 **({"style": list(style)} if style else {})}
         conditional_distribution(pairs["conditional"], pairs["beta"])
-        raw = variant.sample_pairs(n, seed, pairs["conditional"], np.array(pairs["scale"]), pairs["beta"])
+        raw = variant.sample_pairs(n, seed, pairs["conditional"], np.array(pairs["scale"]), pairs["beta"],
+                                   style=style or ())
         return RenderJob(SplitLayout(Path(root), split), variant, settings, seed, raw, None, pairs)
     if latents_file is not None:
         raw = read_array(latents_file, RenderError,

@@ -255,3 +255,21 @@ def test_a_users_spec_renders_and_a_copy_of_v2_renders_v2s_pixels(tmp_path):
     mine, v2 = ThreeDIdent(tmp_path, "mine"), ThreeDIdent(tmp_path, "v2")
     assert all(np.array_equal(mine.load_array(i), v2.load_array(i)) for i in range(3))
     assert "variant_spec" not in json.loads((tmp_path / "v2" / "manifest.json").read_text())
+
+
+def test_content_style_pairs_share_content_and_resample_style(tmp_path):
+    v = get_variant("causal")
+    rows = v.sample_pairs(5000, 2, style=["object_hue", "ground_hue"])
+    anchors, positives = rows[0::2], rows[1::2]
+    style = [v.names.index("object_hue"), v.names.index("ground_hue")]
+    content = [i for i in range(v.n_latents) if i not in style]
+    assert np.array_equal(anchors[:, content], positives[:, content])
+    assert np.array_equal(anchors, v.sample(5000, 2))
+    for i in style:  # drawn afresh from the marginal: unrelated to the anchor's value
+        assert abs(np.corrcoef(anchors[:, i], positives[:, i])[0, 1]) < 0.05
+        assert stats.ks_2samp(anchors[:, i], positives[:, i]).pvalue > 1e-3
+    with pytest.raises(VariantError, match=r"style latents \['hue'\]"):
+        v.sample_pairs(5, 0, style=["hue"])
+    out = subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "render", "--data", str(tmp_path),
+                          "--pairs", "--n", "2", "--style", "object_hu"], capture_output=True, text=True)
+    assert out.returncode == 1 and "object_hu" in out.stderr and not (tmp_path / "train").exists()

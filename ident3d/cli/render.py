@@ -68,6 +68,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scale", type=scale_arg, default=(0.1,), metavar="S[,S,...]",
                    help="with --pairs: one scale, or one per latent (comma-separated) (default: 0.1)")
     p.add_argument("--beta", type=float, help="with --pairs --conditional gennorm: the exponent")
+    p.add_argument("--style", metavar="NAME[,NAME,...]",
+                   help="with --pairs: a content/style split instead of --scale: these latents are "
+                        "resampled from their marginal, every other latent is shared exactly")
     p.add_argument("--workers", type=positive_int, default=1, help="render processes (or Ray CPUs)")
     p.add_argument("--engine", default="local", choices=["local", "ray"],
                    help="where render processes run: this machine, or a Ray cluster")
@@ -113,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
         settings = resolve_settings(args.preset or "standard", args.resolution, args.samples,
                                     device=args.device)
         pairs = ({"conditional": args.conditional, "scale": args.scale[0] if len(args.scale) == 1
-                  else list(args.scale), "beta": args.beta} if args.pairs else None)
+                  else list(args.scale), "beta": args.beta,
+                  **({"style": args.style.split(",")} if args.style else {})} if args.pairs else None)
         job = plan_job(args.data, args.split, n=args.n, seed=0 if args.seed is None else args.seed,
                        variant=args.variant or "v2", settings=settings, latents_file=args.latents,
                        pairs=pairs)

@@ -37,6 +37,7 @@ from ident3d.scene import QUANTITIES, SHAPES, SceneParams, get_mapping, params_f
 
 FROZEN = ("v2", "legacy")  # the tracks' variants: their specs never change
 DEFAULT_VARIANT = "v2"
+STYLE_STREAM = 3  # second key of the style latents' stream in content/style pairs
 _SCALE_TEXT = re.compile(r"^\s*(?:(\d+(?:\.\d*)?)\s*\*?\s*)?(pi)?\s*(?:/\s*(\d+(?:\.\d*)?))?\s*$")
 _SPEC_KEYS = {"extends", "name", "title", "summary", "colour", "latents"}
 _LATENT_KEYS = {"name", "group", "drives", "scale", "offset", "description", "classes", "mechanism"}
@@ -177,7 +178,7 @@ class Variant:
                               "hold the class number.")
         return np.clip(z, low + atol, high - atol)
 
-    def sample(self, n: int, seed: int) -> np.ndarray:
+    def sample(self, n: int, seed: int | list[int]) -> np.ndarray:
         """``n`` raw latent vectors (float32): roots uniform (classes equally likely), children from
         their mechanisms in causal order. One uniform draw per value, so a variant without classes
         or mechanisms gives exactly ``sample_uniform(n, seed)``."""
@@ -213,16 +214,28 @@ class Variant:
         return mean
 
     def sample_pairs(self, n: int, seed: int, kind: str = "normal", scale: float | np.ndarray = 0.1,
-                     beta: float | None = None) -> np.ndarray:
+                     beta: float | None = None, style: tuple[str, ...] | list[str] = ()) -> np.ndarray:
         """``n`` exact positive pairs as ``(2n, k)`` rows: anchor ``i`` at row ``2i`` (``sample(n, seed)``),
         its positive at ``2i + 1``: continuous latents from the truncated conditional around the
-        anchor, class latents kept (the object is content)."""
+        anchor, class latents kept (the object is content).
+
+        With ``style`` names, a content/style pair instead (von Kügelgen et al., NeurIPS 2021): the
+        style latents are drawn afresh from their marginal (``sample`` with its own stream), every
+        other latent is shared exactly."""
         anchors = self.sample(n, seed)
-        scale = broadcast_scale(scale, self.n_latents)
-        cont = self.continuous_columns
         positives = anchors.astype(np.float64)
-        positives[:, cont] = sample_conditional(anchors[:, cont], np.random.default_rng([seed, PAIR_STREAM]),
-                                                kind, scale[cont], beta)
+        if style:
+            unknown = [name for name in style if name not in self.names]
+            if unknown or len(set(style)) == self.n_latents:
+                raise VariantError(f"style latents {unknown or list(style)}: expected some, not all, of "
+                                   f"{', '.join(self.names)}")
+            columns = [self.names.index(name) for name in style]
+            positives[:, columns] = self.sample(n, [seed, STYLE_STREAM])[:, columns]
+        else:
+            scale = broadcast_scale(scale, self.n_latents)
+            cont = self.continuous_columns
+            rng = np.random.default_rng([seed, PAIR_STREAM])
+            positives[:, cont] = sample_conditional(anchors[:, cont], rng, kind, scale[cont], beta)
         rows = np.empty((2 * n, self.n_latents), dtype=np.float32)
         rows[0::2], rows[1::2] = anchors, positives
         return rows
