@@ -2,7 +2,7 @@
 
 * Parquet shards that Hugging Face ``datasets`` loads (``load_dataset("parquet", data_files=...)``):
   one row per image with ``image`` (the PNG bytes, as the library's ``Image`` feature), ``index``,
-  ``raw_latents`` and ``latents`` (10 float32 each); the split's manifest is in each file's
+  ``raw_latents`` and ``latents`` (one float32 per latent of the variant); the manifest is in each file's
   metadata and beside the shards.
 * WebDataset tar shards: per image ``<index>.png``, ``<index>.raw_latents.npy`` and
   ``<index>.latents.npy``, plus ``manifest.json`` beside the shards.
@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ident3d import atomic
-from ident3d.errors import DatasetError
+from ident3d.errors import DatasetError, LatentError
 from ident3d.extras import require
 from ident3d.layout import SplitLayout
 from ident3d.manifest import read_manifest
+from ident3d.variants import split_variant
 
 if TYPE_CHECKING:  # torch loads only when a split is exported
     from ident3d.datasets import ThreeDIdent
@@ -41,8 +42,8 @@ MEMBER = re.compile(r"^(\d+)\.(png|raw_latents\.npy|latents\.npy)$")
 MAX_MEMBER_BYTES = 64 * 2**20  # one image or latent row; anything larger is not ours
 
 
-def _hf_features() -> dict[str, Any]:
-    row = {"feature": {"dtype": "float32", "_type": "Value"}, "length": 10, "_type": "Sequence"}
+def _hf_features(k: int) -> dict[str, Any]:
+    row = {"feature": {"dtype": "float32", "_type": "Value"}, "length": k, "_type": "Sequence"}
     return {"image": {"_type": "Image"}, "index": {"dtype": "int64", "_type": "Value"},
             "raw_latents": row, "latents": dict(row)}
 
@@ -91,8 +92,8 @@ def _write_parquet(path: Path, dataset: ThreeDIdent, scene: np.ndarray, rows: ra
         "raw_latents": pa.array(list(dataset.latents[rows.start:rows.stop]), type=pa.list_(pa.float32())),
         "latents": pa.array(list(scene[rows.start:rows.stop]), type=pa.list_(pa.float32())),
     })
-    metadata = {b"huggingface": json.dumps({"info": {"features": _hf_features()}}).encode(),
-                MANIFEST_KEY: manifest}
+    features = _hf_features(dataset.variant_spec.n_latents)
+    metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode(), MANIFEST_KEY: manifest}
     table = table.replace_schema_metadata(metadata)
     with atomic.atomic_path(path, suffix=".parquet") as tmp:
         pq.write_table(table, tmp)
@@ -136,11 +137,15 @@ def import_split(source: Path, root: Path, split: str) -> SplitLayout:
     if bool(parquet) == bool(tars):
         raise DatasetError(f"{source}: expected the shards of one format for split {split!r}, found "
                            f"{len(parquet)} Parquet and {len(tars)} tar files. Fix: import one export.")
-    rows = _read_parquet(parquet) if parquet else _read_tars(tars)
+    try:
+        k = split_variant(manifest).n_latents
+    except LatentError as error:
+        raise DatasetError(f"{manifest_path}: {error}. Fix: export the split again.") from None
+    rows = _read_parquet(parquet, k) if parquet else _read_tars(tars, k)
     return _write_split(rows, manifest, SplitLayout(Path(root), split), source)
 
 
-def _read_parquet(paths: list[Path]) -> dict[int, dict[str, Any]]:
+def _read_parquet(paths: list[Path], k: int) -> dict[int, dict[str, Any]]:
     pq = require("pyarrow.parquet")
     pa = require("pyarrow")
     rows: dict[int, dict[str, Any]] = {}
@@ -151,8 +156,8 @@ def _read_parquet(paths: list[Path]) -> dict[int, dict[str, Any]]:
                 raw = np.asarray(record["raw_latents"], dtype=np.float32)
                 scene = np.asarray(record["latents"], dtype=np.float32)
                 png = record["image"]["bytes"]
-                if raw.shape != (10,) or scene.shape != (10,) or not isinstance(png, bytes):
-                    raise ValueError(f"row {record['index']} is not 10 + 10 floats and PNG bytes")
+                if raw.shape != (k,) or scene.shape != (k,) or not isinstance(png, bytes):
+                    raise ValueError(f"row {record['index']} is not {k} + {k} floats and PNG bytes")
                 rows[int(record["index"])] = {"png": png, "raw": raw, "scene": scene}
         except (pa.ArrowException, KeyError, TypeError, ValueError) as error:
             raise DatasetError(f"{path}: not a Parquet shard of an ident3d export ({error}). Fix: export "
@@ -160,7 +165,7 @@ def _read_parquet(paths: list[Path]) -> dict[int, dict[str, Any]]:
     return rows
 
 
-def _read_tars(paths: list[Path]) -> dict[int, dict[str, Any]]:
+def _read_tars(paths: list[Path], k: int) -> dict[int, dict[str, Any]]:
     rows: dict[int, dict[str, Any]] = {}
     for path in paths:
         with tarfile.open(path, "r:") as tar:
@@ -176,9 +181,9 @@ def _read_tars(paths: list[Path]) -> dict[int, dict[str, Any]]:
                     row["png"] = data
                 else:
                     value = np.load(io.BytesIO(data), allow_pickle=False)
-                    if value.shape != (10,) or not np.issubdtype(value.dtype, np.floating):
+                    if value.shape != (k,) or not np.issubdtype(value.dtype, np.floating):
                         raise DatasetError(f"{path}: {member.name} holds {value.shape} {value.dtype}, "
-                                           "expected 10 floats. Fix: export the split again.")
+                                           f"expected {k} floats. Fix: export the split again.")
                     row["raw" if match[2].startswith("raw") else "scene"] = value.astype(np.float32)
     return rows
 

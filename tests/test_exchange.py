@@ -115,3 +115,13 @@ def test_a_crafted_parquet_shard_or_manifest_is_one_clear_error(split, tmp_path)
     with pytest.raises(DatasetError, match="field padding"):
         import_split(tmp_path / "pq", tmp_path / "back", "test")
     assert not (tmp_path / "back").exists()
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "webdataset"])
+def test_a_split_of_another_variant_round_trips_with_its_latent_count(fmt, tmp_path):
+    pytest.importorskip("pyarrow" if fmt == "parquet" else "webdataset")
+    write_fake_split(tmp_path / "data", "test", n=10, size=8, seed=2, variant="objects")
+    export_split(tmp_path / "data", "test", tmp_path / "out", fmt)
+    import_split(tmp_path / "out", tmp_path / "back", "test")
+    assert_same_split(tmp_path / "data", tmp_path / "back")
+    assert ThreeDIdent(tmp_path / "back", "test").latents.shape == (10, 11)

@@ -215,26 +215,31 @@ def test_every_quantity_can_be_driven_and_the_help_lists_the_builtins():
 
 @pytest.mark.blender
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", ["objects", "causal"])
-def test_a_class_variant_renders_loads_trains_and_evaluates(tmp_path, variant):
+@pytest.mark.parametrize("variant", ["legacy", "objects", "causal"])  # v2: test_demo, test_train
+def test_a_builtin_variant_renders_loads_trains_and_evaluates(tmp_path, variant):
     from ident3d.cli import main
 
-    data, run = tmp_path / "data", tmp_path / "run"
+    data, run, spec = tmp_path / "data", tmp_path / "run", get_variant(variant)
     for split, n, seed in (("train", 96, 0), ("test", 64, 1)):
         assert main(["-q", "render", "--data", str(data), "--split", split, "--n", str(n), "--seed",
                      str(seed), "--variant", variant, "--preset", "preview", "--resolution", "32",
                      "--samples", "1", "--workers", "2"]) == 0
     test = ThreeDIdent(data, "test")
-    assert test.variant == variant and test.latents.shape == (64, 11)
+    assert test.variant == variant and test.latents.shape == (64, spec.n_latents)
     assert (data / "test" / "captions.txt").read_text().count("\n") == 64
-    assert test.captions[0].split()[2] in get_variant(variant).factors[10].classes
+    assert test.captions[0].split()[2] in (spec.factors[-1].classes or ("teapot",))
     assert main(["-q", "train", "--data", str(data), "--preset", "smoke", "--out", str(run),
                  "--set", "iterations=4", "--set", "batch_size=8", "--set", "eval_every=0"]) == 0
     result = json.loads((run / "result.json").read_text())
-    assert [p["factor"] for p in result["per_latent"]] == list(get_variant(variant).names[:10])
-    (klass,) = result["classes"]
-    assert klass["factor"] == "object_class" and klass["n_classes"] == 7
-    assert 0 <= klass["accuracy"] <= 1 and result["class_accuracy"] == klass["accuracy"]
+    continuous = [f.name for f in spec.factors if not f.is_class]
+    assert [p["factor"] for p in result["per_latent"]] == continuous
+    assert result["dataset"]["variant"] == variant
+    if spec.class_columns:
+        (klass,) = result["classes"]
+        assert klass["factor"] == "object_class" and klass["n_classes"] == 7
+        assert 0 <= klass["accuracy"] <= 1 and result["class_accuracy"] == klass["accuracy"]
+    else:
+        assert "classes" not in result
 
 
 @pytest.mark.blender
