@@ -59,6 +59,25 @@ def _silence_blender() -> None:
     os.close(devnull)
 
 
+# Chunks Blender writes besides the pixels: stamp metadata (date, render time, Cycles timings) and
+# physical size. Dropping them makes a PNG's bytes a function of its pixels alone, so the sha256 in a
+# manifest is the same on every re-render of the same setting.
+VOLATILE_CHUNKS = {b"tEXt", b"zTXt", b"iTXt", b"tIME", b"eXIf", b"oFFs", b"pHYs"}
+
+
+def drop_volatile_chunks(path: Path) -> None:
+    """Rewrite the PNG at ``path`` without its metadata chunks; pixel data is copied unchanged."""
+    data = path.read_bytes()
+    out, i = [data[:8]], 8
+    while i < len(data):
+        length = int.from_bytes(data[i:i + 4], "big")
+        end = i + 12 + length
+        if data[i + 4:i + 8] not in VOLATILE_CHUNKS:
+            out.append(data[i:end])
+        i = end
+    path.write_bytes(b"".join(out))
+
+
 def render_one(task: tuple[int, str, dict]) -> int:
     """Render image ``index`` to ``path`` atomically; returns the index."""
     index, path, params = task
@@ -71,6 +90,7 @@ def render_one(task: tuple[int, str, dict]) -> int:
         _scene.render(params, tmp)
         if not tmp.is_file() or tmp.stat().st_size == 0:
             raise RuntimeError(f"Blender wrote no image to {tmp}")
+        drop_volatile_chunks(tmp)
         os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)

@@ -52,6 +52,8 @@ def test_same_job_gives_same_pixels_and_a_full_manifest(tmp_path):
     np.testing.assert_allclose(manifest["image_mean"], a.reshape(-1, 3).mean(0) / 255, atol=1e-5)
     raw = np.load(tmp_path / "a/train/raw_latents.npy")
     assert raw.shape == (6, 10) and raw.dtype == np.float32
+    # no render date or timings in the files: the same setting gives the same bytes, so checksums agree
+    assert manifest["files"] == json.loads((tmp_path / "b/train/manifest.json").read_text())["files"]
 
 
 def test_workers_leave_no_temp_folders(tmp_path, monkeypatch):
