@@ -57,6 +57,7 @@ def shrink(argv: list[str], scratch: Path, zenodo_url: str) -> list[str]:
     return argv + extra
 
 
+@pytest.mark.timeout(1500)  # every README command, renders and training included
 def test_every_readme_command_runs(tmp_path):
     from leaderboard.entries import ENTRIES_DIR
 
