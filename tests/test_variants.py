@@ -12,7 +12,7 @@ from scipy import stats
 from ident3d.captions import caption, captions
 from ident3d.card import dataset_card
 from ident3d.datasets import ThreeDIdent
-from ident3d.errors import LatentError
+from ident3d.errors import DatasetError, LatentError
 from ident3d.latents import sample_uniform
 from ident3d.metrics import class_accuracy
 from ident3d.pairs import ContrastivePairs
@@ -196,7 +196,15 @@ def test_snapped_pairs_keep_the_class_of_an_objects_split(tmp_path):
     z = dataset.latents
     assert np.array_equal(z[anchor, 10], z[positive, 10])
     assert len(np.unique(z[anchor, 10])) == 7
-    assert len(dataset.captions) == 600 and "teapot" in " ".join(dataset.captions) + "teapot"
+    shapes = dataset.variant_spec.factors[10].classes
+    assert len(dataset.captions) == 600
+    assert all(any(f" {shape} " in text for shape in shapes) for text in dataset.captions)
+    manifest = json.loads((tmp_path / "train" / "manifest.json").read_text())
+    del manifest["variant_spec"]
+    manifest["variant"] = str(tmp_path / "elsewhere.toml")  # a manifest must not point us at files
+    (tmp_path / "train" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DatasetError, match="is not built in and the manifest holds no variant_spec"):
+        ThreeDIdent(tmp_path, "train")
 
 
 def test_traversal_of_a_class_latent_shows_every_class():

@@ -492,7 +492,11 @@ def split_variant(manifest: dict[str, Any] | None) -> Variant:
         return get_variant("legacy")
     if "variant_spec" in manifest:
         return variant_from_dict(manifest["variant_spec"], "manifest.json variant_spec")
-    return get_variant(manifest.get("variant", DEFAULT_VARIANT))
+    name = manifest.get("variant", DEFAULT_VARIANT)
+    if name not in builtin_names():  # never a path: a manifest must not make us read other files
+        raise VariantError(f"manifest.json: variant {name!r} is not built in and the manifest holds no "
+                           "variant_spec. Fix: restore the manifest, or re-create the split.")
+    return get_variant(name)
 
 
 def manifest_fields(variant: Variant) -> dict[str, Any]:
