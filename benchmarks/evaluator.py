@@ -1,18 +1,37 @@
-"""Evaluator benchmark: metric wall times on 25,000 x 10 arrays, ResNet18 encoding per 1,000 images.
+"""Evaluator benchmark: metric wall times on 25,000 x 10 arrays; encoding speed at 224 px.
 
-    python -m benchmarks.evaluator      (from the repository root)
+    python -m benchmarks.evaluator [--images 768]     (from the repository root)
+
+Encoding runs the real submission path (an exported ResNet18 ``.pt2`` loaded by the evaluator's
+checked loader) over a packed synthetic 224 px split, three ways: the plain loop the evaluator
+used before (eager, contiguous memory), channels-last, and channels-last compiled with frozen
+weights (what ``ident3d.inference`` picks for large splits on CPU). Each row reports images/s,
+the ratio to the plain loop, the largest feature difference and the largest change of any
+per-latent metric. bfloat16 autocast is shown for comparison only (the evaluator does not use it).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import tempfile
 import time
+from contextlib import nullcontext
+from pathlib import Path
 
 import numpy as np
 import torch
 import torchvision
 
+from baselines.train import export_program
 from ident3d import metrics
+from ident3d.datasets import ThreeDIdent, to_tensor_batch
+from ident3d.evaluation import score
+from ident3d.inference import Runner
+from ident3d.submissions import check_features, load_submission
+from ident3d.synthetic import write_synthetic_split
+
+BATCH = 128
 
 
 def timed(fn, *args):
@@ -21,27 +40,84 @@ def timed(fn, *args):
     return out, time.perf_counter() - start
 
 
-def main() -> None:
+def metric_tables() -> None:
     rng = np.random.default_rng(0)
     z = rng.uniform(-1, 1, (25000, 10))
     h = np.tanh(z @ rng.normal(size=(10, 10))) + 0.05 * rng.normal(size=z.shape)
-    fit, score = slice(0, 12500), slice(12500, None)
+    fit, score_half = slice(0, 12500), slice(12500, None)
     print(f"{os.cpu_count()} cores, torch {torch.__version__}; 25,000 x 10 arrays, half fit, half score\n")
     print("| step | seconds |\n|---|---:|")
-    _, t = timed(metrics.linear_r2, z[fit], h[fit], z[score], h[score])
+    _, t = timed(metrics.linear_r2, z[fit], h[fit], z[score_half], h[score_half])
     print(f"| linear R^2 | {t:.3f} |")
-    _, t = timed(metrics.nonlinear_r2, z[fit], h[fit], z[score], h[score])
+    _, t = timed(metrics.nonlinear_r2, z[fit], h[fit], z[score_half], h[score_half])
     print(f"| nonlinear R^2 (kernel ridge, grid 4 x 4, 3-fold CV, 4,000 points) | {t:.2f} |")
     _, t = timed(metrics.mcc, z, h, "pearson")
     print(f"| MCC Pearson | {t:.3f} |")
     _, t = timed(metrics.mcc, z, h, "spearman")
     print(f"| MCC Spearman | {t:.3f} |")
-    model = torchvision.models.resnet18(num_classes=10).eval()
-    x = torch.rand(100, 3, 224, 224)
-    with torch.inference_mode():
-        model(x[:8])
-        _, t = timed(lambda: [model(x[i:i + 50]) for i in range(0, 100, 50)])
-    print(f"| ResNet18 encoding, CPU, 224 px, per 1,000 images | {t * 10:.1f} |")
+
+
+def encode_with(run, dataset: ThreeDIdent, bf16: bool = False) -> tuple[np.ndarray, float]:
+    """Features of every image and the images/s of the loop, after one warm-up batch."""
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext()
+    n = len(dataset)
+    with torch.inference_mode(), autocast:
+        run(to_tensor_batch(dataset.load_batch(np.arange(BATCH))))
+        start = time.perf_counter()
+        out = [run(to_tensor_batch(dataset.load_batch(np.arange(i, min(n, i + BATCH))))).float().numpy()
+               for i in range(0, n, BATCH)]
+        rate = n / (time.perf_counter() - start)
+    return np.concatenate(out), rate
+
+
+def encoding_table(n_images: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        write_synthetic_split(Path(tmp), "test", n_images, 224, seed=0, pixels="network", png=False)
+        dataset = ThreeDIdent(tmp, "test")
+        torch.manual_seed(0)
+        export_program(torchvision.models.resnet18(num_classes=10), Path(tmp) / "encoder.pt2", 224)
+        model = load_submission(Path(tmp) / "encoder.pt2").model
+        z = dataset.latents.astype(np.float64)
+        cpu = torch.device("cpu")
+        rows = [("plain loop (eager, contiguous; the evaluator before)", lambda: model, False),
+                ("channels-last", lambda: Runner(model, cpu, BATCH, compile=False), False),
+                ("channels-last, compiled with frozen weights", lambda: Runner(model, cpu, BATCH,
+                                                                               compile=True), False),
+                ("bf16 autocast, channels-last (not used)", lambda: Runner(model, cpu, BATCH,
+                                                                          compile=False), True)]
+        print(f"\nencoding {n_images} images of 224 px, batch {BATCH}, {torch.get_num_threads()} threads, "
+              "exported ResNet18 (.pt2)\n")
+        print("| path | set-up s | images/s | ratio | max feature diff | max metric change |")
+        print("|---|---:|---:|---:|---:|---:|")
+        reference = base_rate = None
+        timings = {}
+        for label, make, bf16 in rows:
+            start = time.perf_counter()
+            run = make()
+            h, rate = encode_with(run, dataset, bf16)
+            setup = time.perf_counter() - start - n_images / rate
+            s = score(z, check_features(h, n_images, label), "ident3d-eval-v1")
+            values = np.concatenate([s[k] for k in ("linear_r2", "nonlinear_r2", "mcc_pearson",
+                                                     "mcc_spearman")])
+            if reference is None:
+                reference, base_rate, h0 = values, rate, h
+            print(f"| {label} | {setup:.1f} | {rate:.1f} | {rate / base_rate:.2f}x | "
+                  f"{np.abs(h - h0).max():.1e} | {np.abs(values - reference).max():.1e} |", flush=True)
+            if isinstance(run, Runner):
+                model.to(memory_format=torch.contiguous_format)  # the next row starts from the same model
+            timings[label] = (setup, rate)
+        (_, plain), (_, eager), (setup, compiled) = list(timings.values())[:3]
+        if compiled > eager:
+            print(f"\ncompiling would pay for itself from about {setup / (1 / eager - 1 / compiled):,.0f} "
+                  "images (the evaluator does not compile: see ident3d.inference)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=768, help="images to encode per path")
+    args = parser.parse_args()
+    metric_tables()
+    encoding_table(args.images)
 
 
 if __name__ == "__main__":

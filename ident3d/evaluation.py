@@ -25,6 +25,7 @@ from tqdm import tqdm
 from ident3d import metrics
 from ident3d.datasets import ThreeDIdent, manifest_summary, to_tensor_batch
 from ident3d.errors import DatasetError, DeviceError, SubmissionError
+from ident3d.inference import Runner
 from ident3d.results import PROTOCOLS, RESULT_SCHEMA, Result, validate_result
 from ident3d.submissions import Submission, check_features, load_submission
 from ident3d.tracks import identify
@@ -34,20 +35,16 @@ CLICA_SAMPLE = 4096
 
 
 def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.device,
-           batch_size: int, progress: bool) -> np.ndarray:
-    """Features of the given images, in order, with the model in eval mode."""
-    try:
-        model.eval()
-    except (NotImplementedError, RuntimeError):
-        pass  # exported programs keep the mode they were exported in
-    if isinstance(model, torch.nn.Module):
-        model.to(device)
+           batch_size: int, progress: bool, compile: bool = False) -> np.ndarray:
+    """Features of the given images, in order, with the model in eval mode (channels-last on CPU;
+    ``compile`` is not for official scores: see ``ident3d.inference``)."""
+    run = Runner(model, device, batch_size, compile)
     out = []
     with torch.inference_mode(), tqdm(total=len(indices), desc="encode", unit="img", unit_scale=True,
                                       disable=not progress) as bar:  # shows images/s and time left
         for start in range(0, len(indices), batch_size):
             x = to_tensor_batch(dataset.load_batch(indices[start:start + batch_size])).to(device)
-            h = model(x)
+            h = run(x)
             if not isinstance(h, torch.Tensor):
                 raise SubmissionError(f"the model returned {type(h).__name__}, expected a tensor "
                                       "of shape (B, d).")

@@ -228,3 +228,27 @@ def test_architectures_come_from_entry_points_and_unknown_ones_list_the_known():
     assert model.head[-1].out_features == 4
     with pytest.raises(SubmissionError, match="not a registered architecture.*resnet18-contrastive"):
         build("resnet99", {})
+
+
+def test_the_runner_matches_a_plain_call_eagerly_and_compiled_with_a_short_last_batch(data):
+    """Channels-last and compiled runs give the plain model's features; a short last batch is
+    padded for the compiled model (one compilation) and the padding never reaches the output."""
+    from ident3d.datasets import ThreeDIdent
+    from ident3d.evaluation import encode
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 5))
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-0.2, 0.2)  # batch norm that does something when folded
+        model[1].running_var.uniform_(0.5, 2.0)
+    dataset = ThreeDIdent(data, "test")
+    indices = np.arange(70)  # batches of 32, 32 and a short 6
+    with torch.inference_mode():
+        plain = model.eval()(torch.from_numpy(dataset.load_batch(indices)).permute(0, 3, 1, 2).float() / 255)
+    cpu = torch.device("cpu")
+    eager = encode(model, dataset, indices, cpu, batch_size=32, progress=False)
+    compiled = encode(model, dataset, indices, cpu, batch_size=32, progress=False, compile=True)
+    assert eager.shape == compiled.shape == (70, 5)
+    np.testing.assert_allclose(eager, plain.numpy(), atol=1e-6)
+    np.testing.assert_allclose(compiled, plain.numpy(), atol=1e-5)
