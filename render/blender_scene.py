@@ -183,6 +183,8 @@ class BlenderScene:
         c.use_denoising = s.denoise
         if s.denoise:
             c.denoiser = "OPENIMAGEDENOISE"
+            c.denoising_prefilter = s.denoise_prefilter.upper()
+            c.denoising_quality = s.denoise_quality.upper()
         c.seed = s.cycles_seed
         c.max_bounces = 0
         c.diffuse_bounces = c.glossy_bounces = c.transmission_bounces = c.volume_bounces = 0

@@ -19,6 +19,19 @@ class RenderSettings:
     device: str = "cpu"  # "cpu" or "gpu"
     engine: str = "CYCLES"
     cycles_seed: int = 0
+    # OpenImageDenoise: the prefilter of its albedo and normal inputs and the network's quality,
+    # as Blender names them (lower case). Blender's defaults, which every split rendered before
+    # these fields existed used, are left out of the pixel identity, so those splits still match.
+    denoise_prefilter: str = "accurate"
+    denoise_quality: str = "high"
+
+    def __post_init__(self) -> None:
+        if self.denoise_prefilter not in PREFILTERS:
+            raise RenderError(f"denoise_prefilter {self.denoise_prefilter!r}: expected one of "
+                              f"{', '.join(PREFILTERS)}")
+        if self.denoise_quality not in QUALITIES:
+            raise RenderError(f"denoise_quality {self.denoise_quality!r}: expected one of "
+                              f"{', '.join(QUALITIES)}")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -27,15 +40,24 @@ class RenderSettings:
         """The settings that must agree for images to be mixed in one dataset."""
         d = self.to_json()
         d.pop("device")  # CPU and GPU Cycles agree to noise level; a resume may switch devices
+        for key, default in BLENDER_DENOISER.items():
+            if d[key] == default:
+                d.pop(key)
         return d
+
+
+PREFILTERS = ("accurate", "fast", "none")
+QUALITIES = ("high", "balanced", "fast")
+BLENDER_DENOISER = {"denoise_prefilter": "accurate", "denoise_quality": "high"}
 
 
 PRESETS: dict[str, RenderSettings] = {
     # The original: 512 samples with denoising at 224 px.
     "paper": RenderSettings("paper", resolution=224, samples=512, denoise=True),
-    # The fewest denoised samples with every one of 20 random images within mean absolute error
-    # 1/255 of `paper`: 4 (worst image 0.82/255; 2 samples reach 1.14). benchmarks/render.py.
-    "standard": RenderSettings("standard", resolution=224, samples=4, denoise=True),
+    # The fastest denoised setting with every one of 20 random images within mean absolute error
+    # 1/255 of `paper` (benchmarks/render.py; docs/facts.md, "Render speed").
+    "standard": RenderSettings("standard", resolution=224, samples=4, denoise=True,
+                               denoise_prefilter="fast"),
     # Tests, the demo and quick looks.
     "preview": RenderSettings("preview", resolution=64, samples=4, denoise=False),
 }

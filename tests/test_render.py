@@ -7,13 +7,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from ident3d.errors import LatentError, ManifestMismatchError
+from ident3d.errors import LatentError, ManifestMismatchError, RenderError
 from ident3d.layout import SplitLayout
 from render.job import plan_job, render_split
 from render.settings import resolve_settings
@@ -144,6 +145,29 @@ def test_mixing_settings_is_refused(tmp_path):
                    {"settings": resolve_settings("preview", resolution=32, samples=3)}):
         with pytest.raises(ManifestMismatchError, match="other settings"):
             render(tmp_path, **{"n": 4, **change})
+
+
+def test_the_denoiser_prefilter_is_applied_deterministically_and_old_manifests_keep_matching(tmp_path):
+    accurate = replace(TINY, denoise=True)
+    fast = replace(accurate, denoise_prefilter="fast")
+    render(tmp_path / "accurate", n=3, settings=accurate)
+    render(tmp_path / "fast", n=3, settings=fast)
+    render(tmp_path / "fast-again", n=3, settings=fast, workers=2)
+    np.testing.assert_array_equal(pixels(tmp_path / "fast"), pixels(tmp_path / "fast-again"))
+    assert np.abs(pixels(tmp_path / "fast").astype(int) - pixels(tmp_path / "accurate")).max() > 0
+    # Blender's defaults stay out of the manifest, as in every split rendered before the fields existed
+    stored = json.loads((tmp_path / "accurate/train/manifest.json").read_text())["render_settings"]
+    assert "denoise_prefilter" not in stored and "denoise_quality" not in stored
+    assert json.loads((tmp_path / "fast/train/manifest.json").read_text())[
+        "render_settings"]["denoise_prefilter"] == "fast"
+    with pytest.raises(ManifestMismatchError, match="other settings"):
+        render(tmp_path / "accurate", n=3, settings=fast)
+
+
+@pytest.mark.parametrize("field,value", [("denoise_prefilter", "fastest"), ("denoise_quality", "HIGH")])
+def test_unknown_denoiser_settings_are_refused_with_the_choices(field, value):
+    with pytest.raises(RenderError, match=f"{field} {value!r}: expected one of"):
+        replace(TINY, **{field: value})
 
 
 @pytest.mark.parametrize("bad,fragment", [
