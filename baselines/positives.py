@@ -15,7 +15,8 @@ import torch
 from torch.utils.data import Dataset, Sampler
 from torchvision.transforms import v2
 
-from ident3d.datasets import ThreeDIdent, to_tensor_batch
+from ident3d.batching import image_batch
+from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
 from ident3d.pairs import ContrastivePairs, RenderedPairs, seeded
 
@@ -59,7 +60,7 @@ class Anchors(Dataset):
     def _draw(self, items: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         picks = np.array([np.random.default_rng([self.seed, int(i)]).integers(len(self.dataset))
                           for i in items])
-        images = to_tensor_batch(self.dataset.load_batch(picks), self.uint8)
+        images = image_batch(self.dataset, picks, self.uint8)
         return images, torch.from_numpy(self.dataset.latents[picks])
 
     def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:

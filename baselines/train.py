@@ -38,10 +38,12 @@ from baselines.losses import build_loss
 from baselines.models import ARCH, Encoder
 from baselines.positives import StepBatches, pair_source
 from ident3d import atomic, metrics
+from ident3d.batching import PairLoader, collate_views
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
 from ident3d.evaluation import encode, evaluate
 from ident3d.layout import SplitLayout
+from ident3d.pairs import PairDataset
 
 log = logging.getLogger(__name__)
 
@@ -193,16 +195,20 @@ def export(model: Encoder, out: Path, resolution: int) -> tuple[Path, Path]:
 
 # ---- the loop ----
 
-def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int, device: torch.device) -> DataLoader:
+def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int,
+            device: torch.device) -> DataLoader | PairLoader:
     # on CUDA the loader hands over uint8 (a quarter of the bytes) and the GPU converts
     source = pair_source(config.positives, dataset, seed=config.seed, conditional=config.conditional,
                          scale=config.scale, index=config.index, uint8=device.type == "cuda")
     workers = config.workers
     if workers < 0:
         workers = min(8, max(1, (os.cpu_count() or 2) - 1)) if device.type == "cuda" else 0
-    return DataLoader(source, batch_sampler=StepBatches(start, config.iterations, config.batch_size),
-                      num_workers=workers, pin_memory=device.type == "cuda",
-                      prefetch_factor=4 if workers else None)
+    options = dict(batch_sampler=StepBatches(start, config.iterations, config.batch_size),
+                   num_workers=workers, pin_memory=device.type == "cuda",
+                   prefetch_factor=4 if workers else None)
+    if isinstance(source, PairDataset):
+        return PairLoader(source, **options)
+    return DataLoader(source, collate_fn=collate_views, **options)
 
 
 def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: bool = True) -> Path:

@@ -25,7 +25,8 @@ import torchvision
 
 from baselines.train import export_program
 from ident3d import metrics
-from ident3d.datasets import ThreeDIdent, to_tensor_batch
+from ident3d.batching import image_batch
+from ident3d.datasets import ThreeDIdent
 from ident3d.evaluation import score
 from ident3d.inference import Runner
 from ident3d.submissions import check_features, load_submission
@@ -62,9 +63,9 @@ def encode_with(run, dataset: ThreeDIdent, bf16: bool = False) -> tuple[np.ndarr
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext()
     n = len(dataset)
     with torch.inference_mode(), autocast:
-        run(to_tensor_batch(dataset.load_batch(np.arange(BATCH))))
+        run(image_batch(dataset, np.arange(BATCH)))
         start = time.perf_counter()
-        out = [run(to_tensor_batch(dataset.load_batch(np.arange(i, min(n, i + BATCH))))).float().numpy()
+        out = [run(image_batch(dataset, np.arange(i, min(n, i + BATCH)))).float().numpy()
                for i in range(0, n, BATCH)]
         rate = n / (time.perf_counter() - start)
     return np.concatenate(out), rate

@@ -127,15 +127,26 @@ class ThreeDIdent(VisionDataset):
             raise DatasetError(f"{path} cannot be decoded ({error}). "
                                f"Fix: {self.layout.repair_command()}") from None
 
-    def load_batch(self, indices: np.ndarray) -> np.ndarray:
-        """Images as uint8 (B, H, W, 3); one fancy-index read when packed."""
-        indices = np.asarray(indices, dtype=np.int64)
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        """(H, W, 3) of every image."""
         if self.is_packed:
-            order = np.argsort(indices)  # sorted reads are kinder to the page cache
-            out = np.empty((len(indices), *self._packed_array().shape[1:]), dtype=np.uint8)
-            out[order] = self._packed_array()[indices[order]]
-            return out
-        return np.stack([self.load_array(int(i)) for i in indices])
+            return tuple(self._packed_array().shape[1:])
+        return tuple(self.load_array(0).shape)
+
+    def load_batch(self, indices: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Images as uint8 (B, H, W, 3), into ``out`` when given; one gather when packed."""
+        indices = np.asarray(indices, dtype=np.int64)
+        if len(indices) and not (-len(self) <= indices.min() and indices.max() < len(self)):
+            raise IndexError(f"indices {indices.min()}..{indices.max()} out of range for {len(self)} images")
+        if out is None:
+            out = np.empty((len(indices), *self.image_shape), dtype=np.uint8)
+        if self.is_packed:
+            # mode "wrap" (indices are checked above) writes straight into out; "raise" buffers it
+            return np.take(self._packed_array(), indices, axis=0, out=out, mode="wrap")
+        for k, i in enumerate(indices):
+            out[k] = self.load_array(int(i))
+        return out
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         image: Any = Image.fromarray(self.load_array(index))
@@ -158,14 +169,6 @@ class ThreeDIdent(VisionDataset):
         """A ``Normalize`` transform with this split's own statistics (not the original constants)."""
         mean, std = self.channel_stats()
         return Normalize(mean, std)
-
-
-def to_tensor_batch(images: np.ndarray, uint8: bool = False) -> torch.Tensor:
-    """uint8 (B, H, W, 3) to float32 (B, 3, H, W) in [0, 1], the evaluator's input contract; with
-    ``uint8``, the same layout left as uint8 (a quarter of the bytes to move; convert on the device
-    with ``x.float().div_(255)``)."""
-    x = torch.from_numpy(images).permute(0, 3, 1, 2)
-    return x if uint8 else x.float().div_(255.0)
 
 
 def manifest_summary(root: Path, split: str) -> dict[str, Any]:

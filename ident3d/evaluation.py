@@ -23,7 +23,8 @@ import torch
 from tqdm import tqdm
 
 from ident3d import metrics
-from ident3d.datasets import ThreeDIdent, manifest_summary, to_tensor_batch
+from ident3d.batching import image_batch
+from ident3d.datasets import ThreeDIdent, manifest_summary
 from ident3d.errors import DatasetError, DeviceError, SubmissionError
 from ident3d.inference import Runner
 from ident3d.results import PROTOCOLS, RESULT_SCHEMA, Result, validate_result
@@ -43,7 +44,7 @@ def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.
     with torch.inference_mode(), tqdm(total=len(indices), desc="encode", unit="img", unit_scale=True,
                                       disable=not progress) as bar:  # shows images/s and time left
         for start in range(0, len(indices), batch_size):
-            x = to_tensor_batch(dataset.load_batch(indices[start:start + batch_size])).to(device)
+            x = image_batch(dataset, indices[start:start + batch_size]).to(device)
             h = run(x)
             if not isinstance(h, torch.Tensor):
                 raise SubmissionError(f"the model returned {type(h).__name__}, expected a tensor "

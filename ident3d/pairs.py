@@ -21,7 +21,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, get_worker_info
 
-from ident3d.datasets import ThreeDIdent, to_tensor_batch
+from ident3d.batching import image_batch
+from ident3d.datasets import ThreeDIdent
 from ident3d.errors import DatasetError
 from ident3d.extras import require
 from ident3d.latents import broadcast_scale, conditional_distribution, conditional_from_uniform
@@ -97,7 +98,7 @@ class PairDataset(Dataset):
 
     def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:
         anchor, positive = self.sample_indices(np.asarray(items))
-        images = to_tensor_batch(self.dataset.load_batch(np.concatenate([anchor, positive])), self.uint8)
+        images = image_batch(self.dataset, np.concatenate([anchor, positive]), self.uint8)
         z = torch.from_numpy(self.dataset.latents[anchor])
         z_pos = torch.from_numpy(self.dataset.latents[positive])
         b = len(anchor)

@@ -1,0 +1,87 @@
+"""Image batches in one pass, collates without copies, and the pair loader that gathers in the main
+process: the same tensors as the plain per-item path, whatever the workers."""
+
+import numpy as np
+import pytest
+import torch
+from conftest import write_fake_split
+from torch.utils.data import DataLoader, default_collate
+from torchvision.transforms import ToTensor, v2
+
+from ident3d.batching import PairLoader, collate_views, image_batch
+from ident3d.datasets import ThreeDIdent
+from ident3d.packing import pack_split
+from ident3d.pairs import ContrastivePairs
+
+
+@pytest.fixture
+def splits(tmp_path):
+    """The same 40 images as PNG files and packed."""
+    for name in ("png", "packed"):
+        write_fake_split(tmp_path / name, "train", n=40)
+    pack_split(tmp_path / "packed", "train", progress=False)
+    return ThreeDIdent(tmp_path / "png"), ThreeDIdent(tmp_path / "packed")
+
+
+def test_image_batches_are_to_tensor_per_image_in_channels_last_memory(splits):
+    png, packed = splits
+    picks = np.array([5, 1, 5, -1])
+    expected = torch.stack([ToTensor()(png.load_array(int(i)).copy()) for i in picks])
+    for dataset in splits:
+        floats, raw = image_batch(dataset, picks), image_batch(dataset, picks, uint8=True)
+        torch.testing.assert_close(floats, expected, rtol=0, atol=0)
+        assert floats.is_contiguous(memory_format=torch.channels_last) and floats.dtype == torch.float32
+        assert raw.dtype == torch.uint8
+        torch.testing.assert_close(raw.float().div_(255), expected, rtol=0, atol=0)
+    with pytest.raises(IndexError, match="out of range for 40 images"):
+        packed.load_batch(np.array([3, 40]))
+
+
+def test_collate_views_returns_the_batch_as_a_view_and_copies_anything_else(splits):
+    pairs = ContrastivePairs(splits[1], seed=3, epoch_length=8)
+    items = pairs.__getitems__(list(range(8)))
+    batch = collate_views(items)
+    for got, want in zip(batch, default_collate(items), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert batch[0].data_ptr() == items[0][0].data_ptr()  # no copy
+    reordered = items[::-1]  # not consecutive slices: an ordinary stacked copy
+    for got, want in zip(collate_views(reordered), default_collate(reordered), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert collate_views(reordered)[0].data_ptr() != items[-1][0].data_ptr()
+    mixed = [(t, k) for k, t in enumerate(torch.arange(6.0))]
+    assert collate_views(mixed)[1].tolist() == list(range(6))
+
+
+def batches(loader):
+    return [[t.clone() for t in batch] for batch in loader]
+
+
+def assert_same_batches(a, b):
+    assert len(a) == len(b) > 0
+    for x, y in zip(a, b, strict=True):
+        for s, t in zip(x, y, strict=True):
+            torch.testing.assert_close(s, t, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("uint8", [False, True])
+def test_the_pair_loader_gives_the_plain_loaders_batches_for_any_workers_and_epoch(splits, uint8):
+    pairs = ContrastivePairs(splits[1], scale=0.3, seed=7, epoch_length=24, uint8=uint8)
+    pairs.set_epoch(2)
+    reference = batches(DataLoader(pairs, batch_size=8, collate_fn=collate_views))
+    for workers in (0, 2):
+        loader = PairLoader(pairs, batch_size=8, num_workers=workers)
+        assert loader.gather_here and len(loader) == 3
+        assert_same_batches(batches(loader), reference)
+    assert reference[0][0].dtype == (torch.uint8 if uint8 else torch.float32)
+    pairs.set_epoch(3)
+    assert not torch.equal(batches(PairLoader(pairs, batch_size=8))[0][2], reference[0][2])
+
+
+def test_with_a_transform_or_png_files_the_pair_loader_makes_images_in_the_workers(splits):
+    crop = v2.RandomResizedCrop(16, scale=(0.3, 1.0), antialias=True)
+    for pairs in (ContrastivePairs(splits[1], seed=1, epoch_length=16, transform=crop),
+                  ContrastivePairs(splits[0], seed=1, epoch_length=16)):
+        reference = batches(DataLoader(pairs, batch_size=8))
+        loader = PairLoader(pairs, batch_size=8, num_workers=2)
+        assert not loader.gather_here
+        assert_same_batches(batches(loader), reference)
