@@ -1,12 +1,15 @@
 """Render benchmark: seconds per image per setting, error against `paper`, 1 vs 2 workers.
 
     python -m benchmarks.render [--latents 20] [--candidates 2,4,4/fast,...] [--reference DIR]
+                                [--device cpu|gpu]
 
 A candidate is SAMPLES[/PREFILTER[/QUALITY]]: denoised samples per pixel and OpenImageDenoise's
 prefilter (accurate, fast, none) and quality (high, balanced, fast); Blender's defaults are
 accurate and high. Prints Markdown. The fastest candidate whose every image stays within mean
 absolute error 1/255 of `paper` is the one the `standard` preset should use. ``--reference DIR``
-keeps the `paper` renders (about 21 s each on 2 cores) so a second run re-uses them.
+keeps the `paper` renders (about 21 s each on 2 cores) so a second run re-uses them. ``--device
+gpu`` renders everything, `paper` included, with Cycles on the GPU (not measured on this project's
+machines, which have none).
 """
 
 from __future__ import annotations
@@ -31,11 +34,11 @@ MAE_LIMIT = 1.0  # in 1/255 units
 CANDIDATES = "2,4,8,16,64,2/fast,4/fast,8/fast,4/fast/fast"
 
 
-def candidate(text: str):
+def candidate(text: str, device: str):
     """``SAMPLES[/PREFILTER[/QUALITY]]`` as render settings."""
     samples, prefilter, quality = (text.split("/") + ["accurate", "high"][text.count("/"):])[:3]
-    return replace(resolve_settings("standard", samples=int(samples)), denoise_prefilter=prefilter,
-                   denoise_quality=quality)
+    return replace(resolve_settings("standard", samples=int(samples), device=device),
+                   denoise_prefilter=prefilter, denoise_quality=quality)
 
 
 def label(s) -> str:
@@ -62,10 +65,11 @@ def render_set(root: Path, latents: Path, settings, workers: int = 1) -> tuple[n
     return images, (seconds - once) / (len(files) - 1)
 
 
-def reference(folder: Path, latents: Path) -> tuple[np.ndarray, float]:
-    """The `paper` renders and their seconds per image, rendered once per folder."""
-    timing = folder / "paper-seconds-per-image.json"
-    images, seconds = render_set(folder / "paper", latents, resolve_settings("paper"))
+def reference(folder: Path, latents: Path, device: str) -> tuple[np.ndarray, float]:
+    """The `paper` renders and their seconds per image, rendered once per folder and device."""
+    name = "paper" if device == "cpu" else f"paper-{device}"
+    timing = folder / f"{name}-seconds-per-image.json"
+    images, seconds = render_set(folder / name, latents, resolve_settings("paper", device=device))
     if not timing.exists():
         timing.write_text(json.dumps(seconds))
     return images, json.loads(timing.read_text())
@@ -76,6 +80,7 @@ def main() -> None:
     parser.add_argument("--latents", type=int, default=20)
     parser.add_argument("--candidates", default=CANDIDATES)
     parser.add_argument("--reference", type=Path, help="keep the paper renders here (default: temp)")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -84,17 +89,17 @@ def main() -> None:
         z_file = ref / f"z-{args.latents}.npy"
         if not z_file.exists():
             np.save(z_file, sample_uniform(args.latents, seed=123))
-        print(f"machine: {platform.machine()}, {os.cpu_count()} cores; {args.latents} random v2 latents, "
-              "224 px, 1 worker;\nseconds per image leave out what a job pays once (process start, "
-              "bpy import, scene)\n")
-        paper, paper_s = reference(ref, z_file)
+        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Cycles on {args.device.upper()}; "
+              f"{args.latents} random v2 latents, 224 px, 1 worker;\nseconds per image leave out what a "
+              "job pays once (process start, bpy import, scene)\n")
+        paper, paper_s = reference(ref, z_file, args.device)
         print("| setting | s/image | speed-up vs paper | MAE vs paper (/255) | worst image MAE | "
               "pixels off > 2/255 |")
         print("|---|---:|---:|---:|---:|---:|")
         print(f"| paper (512 + OIDN) | {paper_s:.2f} | 1.0x | 0 | 0 | 0 |")
         fastest = None
         for text in args.candidates.split(","):
-            settings = candidate(text)
+            settings = candidate(text, args.device)
             img, sec = render_set(tmp / text.replace("/", "-"), z_file, settings)
             err = np.abs(img - paper)
             worst = err.mean(axis=(1, 2, 3)).max()
@@ -109,8 +114,8 @@ def main() -> None:
         z = sample_uniform(200, seed=7)
         np.save(tmp / "preview.npy", z)
         for workers in (1, 2):
-            _, sec = render_set(tmp / f"preview{workers}", tmp / "preview.npy", resolve_settings("preview"),
-                                workers=workers)
+            preview = resolve_settings("preview", device=args.device)
+            _, sec = render_set(tmp / f"preview{workers}", tmp / "preview.npy", preview, workers=workers)
             print(f"preview preset (64 px, 4 samples), {workers} worker(s): {1 / sec:.1f} images/s")
 
 
