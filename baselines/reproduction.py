@@ -2,6 +2,7 @@
 
     python -m baselines.reproduction OUT                  # the report, on stdout
     python -m baselines.reproduction OUT --add-entries    # re-score every run, write verified entries
+    python -m baselines.reproduction OUT --check          # re-score every checkpoint against its entry
 
 Reads ``OUT/runs/<variant>-<preset>[-s<seed>]/``: ``result.json`` (ident3d-eval-v1),
 ``result-cl-ica-2021.json`` and, for trained runs, ``config.json`` and ``log.jsonl``. Runs that
@@ -28,6 +29,7 @@ HUES = ("object_hue", "spotlight_hue", "ground_hue")
 MARGIN = 0.05  # "well above": at least 5 percentage points
 SEED_SUFFIX = re.compile(r"-s\d+$")
 ENTRY_PREFIX = "Ident2026CpuTrack"
+RESCORE_TOLERANCE = 1e-4  # as `ident3d leaderboard add --checkpoint`
 
 
 def paired_spec(config: dict[str, Any]) -> dict[str, Any]:
@@ -312,16 +314,47 @@ def add_entries(out: Path, entries: Path) -> list[Path]:
     return written
 
 
+def check_entries(out: Path, entries: Path) -> str:
+    """Re-score every local checkpoint against its entry: the file's sha256 and every metric."""
+    from ident3d.atomic import sha256_file
+    from ident3d.evaluation import evaluate
+
+    lines = ["| entry | checkpoint sha256 | largest metric difference | verdict |", "|---|---|---:|---|"]
+    for name, run in load_runs(out).items():
+        data = out / "data" / f"{name.split('-')[0]}-64"
+        checkpoint = run["folder"] / "encoder.pt2"
+        for suffix in ("", "-clica"):
+            entry_id = f"{ENTRY_PREFIX}_{name}{suffix}"
+            path = entries / f"{entry_id}.json"
+            if not path.exists():
+                lines.append(f"| {entry_id} | – | – | no entry (add it with --add-entries) |")
+                continue
+            entry = json.loads(path.read_text())
+            same_file = sha256_file(checkpoint) == entry["checkpoint_sha256"]
+            fresh = evaluate(checkpoint, data, protocol=entry["protocol"], split="test",
+                             progress=False).document["metrics"]
+            diff = max(abs(fresh[k] - v) for k, v in entry["metrics"].items()
+                       if v is not None and fresh.get(k) is not None)
+            verdict = "matches" if same_file and diff <= RESCORE_TOLERANCE else "DIFFERS"
+            lines.append(f"| {entry_id} | {'same' if same_file else 'DIFFERENT'} | {diff:.1e} | {verdict} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the folder given to baselines/cpu_track.sh")
     parser.add_argument("--add-entries", action="store_true",
                         help="re-score every run and write verified leaderboard entries")
+    parser.add_argument("--check", action="store_true",
+                        help="re-score every local checkpoint against its entry and print a table")
     parser.add_argument("--entries", type=Path, help="entry folder (default: ./leaderboard/entries)")
     args = parser.parse_args(argv)
+    entries = args.entries or Path("leaderboard/entries")
     if args.add_entries:
-        for path in add_entries(args.out, args.entries or Path("leaderboard/entries")):
+        for path in add_entries(args.out, entries):
             print(path)
+    elif args.check:
+        print(check_entries(args.out, entries))
     else:
         print(summarize(args.out))
     return 0

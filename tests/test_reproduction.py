@@ -6,7 +6,7 @@ from conftest import write_fake_split
 from test_leaderboard import fake_result
 
 from baselines.pixels import export_pixel_readout
-from baselines.reproduction import add_entries, summarize
+from baselines.reproduction import add_entries, check_entries, summarize
 from ident3d.evaluation import evaluate
 from leaderboard.entries import load_entries
 
@@ -118,3 +118,18 @@ def test_entries_are_rescored_and_verified(tmp_path):
     assert entry["checkpoint_sha256"] == json.loads((run / "result.json").read_text())["model"]["sha256"]
     assert loaded["Ident2026CpuTrack_v2-pixels-clica"]["protocol"] == "cl-ica-2021"
     assert add_entries(out, entries) == []  # a second run adds nothing and overwrites nothing
+    # the check re-scores each checkpoint against its entry, and names what no longer matches
+    table = check_entries(out, entries)
+    assert table.count("| matches |") == 2 and "DIFFER" not in table
+    entry_path = entries / "Ident2026CpuTrack_v2-pixels.json"
+    tampered = json.loads(entry_path.read_text())
+    tampered["metrics"]["linear_r2"] += 0.01
+    entry_path.write_text(json.dumps(tampered))
+    clica_path = entries / "Ident2026CpuTrack_v2-pixels-clica.json"
+    other = json.loads(clica_path.read_text())
+    other["checkpoint_sha256"] = "0" * 64  # the entry was made from another checkpoint
+    clica_path.write_text(json.dumps(other))
+    lines = {line.split(" | ")[0].strip("| "): line for line in check_entries(out, entries).splitlines()}
+    assert lines["Ident2026CpuTrack_v2-pixels"].endswith("| same | 1.0e-02 | DIFFERS |")
+    assert "| DIFFERENT |" in lines["Ident2026CpuTrack_v2-pixels-clica"]
+    assert lines["Ident2026CpuTrack_v2-pixels-clica"].endswith("| DIFFERS |")
