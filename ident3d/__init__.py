@@ -18,11 +18,12 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 # Heavy parts (torch, torchvision, FAISS) load on first use: `from ident3d import ThreeDIdent`.
 LAZY = {"ThreeDIdent": "ident3d.datasets", "ContrastivePairs": "ident3d.pairs",
+        "RenderedPairs": "ident3d.pairs", "PairLoader": "ident3d.batching",
         "evaluate": "ident3d.evaluation", "get_track": "ident3d.tracks"}
 
-__all__ = ["FACTORS", "FACTOR_NAMES", "ContrastivePairs", "SceneParams", "ThreeDIdent", "Variant",
-           "__version__", "evaluate", "get_track", "get_variant", "sample_conditional", "sample_uniform",
-           "scene_params"]
+__all__ = ["FACTORS", "FACTOR_NAMES", "ContrastivePairs", "PairLoader", "RenderedPairs", "SceneParams",
+           "ThreeDIdent", "Variant", "__version__", "evaluate", "get_track", "get_variant",
+           "sample_conditional", "sample_uniform", "scene_params"]
 
 
 def __getattr__(name: str):
