@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -127,9 +128,9 @@ class ThreeDIdent(VisionDataset):
             raise DatasetError(f"{path} cannot be decoded ({error}). "
                                f"Fix: {self.layout.repair_command()}") from None
 
-    @property
+    @functools.cached_property
     def image_shape(self) -> tuple[int, int, int]:
-        """(H, W, 3) of every image."""
+        """(H, W, 3) of every image: the packed array's, else the first PNG's."""
         if self.is_packed:
             return tuple(self._packed_array().shape[1:])
         return tuple(self.load_array(0).shape)
@@ -145,7 +146,12 @@ class ThreeDIdent(VisionDataset):
             # mode "wrap" (indices are checked above) writes straight into out; "raise" buffers it
             return np.take(self._packed_array(), indices, axis=0, out=out, mode="wrap")
         for k, i in enumerate(indices):
-            out[k] = self.load_array(int(i))
+            image = self.load_array(int(i))
+            if image.shape != out.shape[1:]:
+                raise DatasetError(f"{self.image_path(int(i))}: {image.shape[1]} x {image.shape[0]} px, but "
+                                   f"the split's images are {out.shape[2]} x {out.shape[1]}. Fix: "
+                                   f"{self.layout.repair_command()}")
+            out[k] = image
         return out
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:

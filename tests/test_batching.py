@@ -85,3 +85,14 @@ def test_with_a_transform_or_png_files_the_pair_loader_makes_images_in_the_worke
         loader = PairLoader(pairs, batch_size=8, num_workers=2)
         assert not loader.gather_here
         assert_same_batches(batches(loader), reference)
+
+
+def test_a_png_of_another_size_is_named_with_the_fix(splits):
+    from PIL import Image
+
+    from ident3d.errors import DatasetError
+
+    png = splits[0]
+    Image.new("RGB", (20, 16)).save(png.image_path(7))
+    with pytest.raises(DatasetError, match=r"7\.png: 20 x 16 px, but the split's images are 16 x 16.*Fix"):
+        image_batch(png, np.array([0, 7]))
