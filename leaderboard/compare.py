@@ -16,7 +16,8 @@ def per_latent(entry: Entry) -> dict[str, dict[str, float | None]]:
 
 def report(entries: list[Entry], candidate: Entry, label: str) -> str:
     rank, size, table = placement(entries, candidate)
-    lines = [f"{label} would rank {rank} of {size} in {candidate['dataset']} · {candidate['protocol']}"]
+    lines = [f"{label} would rank {rank} of {size} in {candidate['dataset']} · {candidate['protocol']}"
+             " (ranked by MCC, then linear R²)"]
     if candidate["dataset"].startswith("custom:"):
         lines.append("(custom data: no track verified this split, so only results on the very same "
                      "data share this table; see `ident3d tracks`)")

@@ -171,7 +171,8 @@ def test_compare_prints_the_rank_without_writing(tmp_path):
     out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
                           "--track", "3dident-published"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert "would rank 2 of 8 in 3dident-published@1 · cl-ica-2021" in out.stdout
+    assert ("would rank 2 of 8 in 3dident-published@1 · cl-ica-2021 (ranked by MCC, then linear R²)"
+            in out.stdout)
     assert sorted(p.name for p in ENTRIES_DIR.iterdir()) == before
 
 
