@@ -28,6 +28,8 @@ from ident3d.datasets import ThreeDIdent, manifest_summary
 from ident3d.errors import DatasetError, DeviceError, SubmissionError
 from ident3d.inference import Runner
 from ident3d.results import PROTOCOLS, RESULT_SCHEMA, Result, validate_result
+from ident3d.sandbox import SandboxedModel, SandboxLimits
+from ident3d.sandbox.host import PROBE_IMAGES
 from ident3d.submissions import Submission, check_features, load_submission
 from ident3d.tracks import identify
 
@@ -37,19 +39,23 @@ CLICA_SAMPLE = 4096
 
 def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.device,
            batch_size: int, progress: bool, compile: bool = False) -> np.ndarray:
-    """Features of the given images, in order, with the model in eval mode (channels-last on CPU;
-    ``compile`` is not for official scores: see ``ident3d.inference``)."""
-    run = Runner(model, device, batch_size, compile)
+    """Features of the given images, in order. A ``SandboxedModel`` runs in its own process (which
+    applies the same eval mode and channels-last); any other model is the caller's own code, run
+    here in eval mode (``compile`` is not for official scores: see ``ident3d.inference``)."""
+    sandboxed = isinstance(model, SandboxedModel)
+    run = model if sandboxed else Runner(model, device, batch_size, compile)
     out = []
     with torch.inference_mode(), tqdm(total=len(indices), desc="encode", unit="img", unit_scale=True,
                                       disable=not progress) as bar:  # shows images/s and time left
         for start in range(0, len(indices), batch_size):
-            x = image_batch(dataset, indices[start:start + batch_size]).to(device)
-            h = run(x)
-            if not isinstance(h, torch.Tensor):
+            x = image_batch(dataset, indices[start:start + batch_size])
+            h = run(x if sandboxed else x.to(device))
+            if isinstance(h, torch.Tensor):
+                h = h.float().cpu().numpy()
+            elif not isinstance(h, np.ndarray):
                 raise SubmissionError(f"the model returned {type(h).__name__}, expected a tensor "
                                       "of shape (B, d).")
-            out.append(h.float().cpu().numpy())
+            out.append(h)
             bar.update(len(x))
     return np.concatenate(out) if out else np.zeros((0, 0))
 
@@ -59,6 +65,7 @@ def _features(sub: Submission, dataset: ThreeDIdent, device: torch.device, batch
     n = len(dataset)
     if sub.embeddings is not None:
         return check_features(sub.embeddings, n, str(sub.path))
+    sub.model.check_reproducible(image_batch(dataset, np.arange(min(n, PROBE_IMAGES))))
     h = encode(sub.model, dataset, np.arange(n), device, batch_size, progress)
     return check_features(h, n, f"{sub.path} outputs")
 
@@ -130,8 +137,11 @@ def _versions() -> dict[str, str | None]:
 def evaluate(submission: str | Path | Submission, data_root: str | Path,
              protocol: str = "ident3d-eval-v1", device: str | None = None, batch_size: int = 256,
              name: str | None = None, arch: str | None = None, split: str = "test",
-             progress: bool = True) -> Result:
-    """Score a submission on ``<data_root>/<split>`` and return the result document."""
+             progress: bool = True, limits: SandboxLimits | None = None) -> Result:
+    """Score a submission on ``<data_root>/<split>`` and return the result document.
+
+    Models run in the sandbox under ``limits`` (memory, time per batch, reader caps) after a
+    reproducibility probe; the result records which lock-down layers the machine applied."""
     if protocol not in PROTOCOLS:
         raise SubmissionError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
     start = time.perf_counter()
@@ -140,8 +150,12 @@ def evaluate(submission: str | Path | Submission, data_root: str | Path,
         raise DatasetError(f"{dataset.layout.folder}: {len(dataset)} images; scoring needs at least 4 "
                            "(half to fit the read-outs, half to score). Fix: use the whole test split.")
     dev = torch_device(device)
-    sub = submission if isinstance(submission, Submission) else load_submission(Path(submission), arch)
-    h = _features(sub, dataset, dev, batch_size, progress)
+    sub = submission if isinstance(submission, Submission) else load_submission(
+        Path(submission), arch, device=str(dev), batch_size=batch_size, limits=limits)
+    try:
+        h = _features(sub, dataset, dev, batch_size, progress)
+    finally:
+        sub.close()
     variant = dataset.variant_spec
     continuous = variant.continuous_columns
     s = score(dataset.latents[:, continuous].astype(np.float64), h, protocol)
@@ -165,7 +179,8 @@ def evaluate(submission: str | Path | Submission, data_root: str | Path,
                     "resolution": list(first.shape[:2])},
         "model": {"name": name or sub.path.stem, "file": sub.path.name, "sha256": sub.sha256,
                   "kind": sub.kind, "arch": sub.arch, "self_reported": sub.self_reported,
-                  "feature_dim": int(h.shape[1])},
+                  "feature_dim": int(h.shape[1]),
+                  **({"sandbox": sub.model.lockdown} if sub.model is not None else {})},
         "metrics": {k: _mean(s[k], protocol) for k in keys},
         "per_latent": per_latent,
         **({"classes": classes, "class_accuracy": float(np.mean([c["accuracy"] for c in classes]))}

@@ -1,20 +1,23 @@
-"""Load what users submit without ever unpickling it: ``.pt2``, safetensors + arch, or ``.npy``."""
+"""Load what users submit without ever unpickling it or running it in this process.
+
+``.pt2`` programs and safetensors weights (with a registered ``--arch``) run in the sandbox
+(``ident3d.sandbox``): checked as data here, rebuilt and run in a locked-down child process that only
+ever sees image batches. ``.npy`` embeddings are read as data and marked self-reported.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from ident3d.atomic import sha256_file
 from ident3d.errors import SubmissionError
-from ident3d.export_archive import load_exported_program
 from ident3d.readers import is_real_numeric, read_array
-from ident3d.registry import build
+from ident3d.registry import known
+from ident3d.sandbox import SandboxedModel, SandboxLimits
 
 PICKLE_SUFFIXES = {".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".bin"}
 EXPORT_HELP = ("Fix: export the encoder with torch.export and a dynamic batch size, as in the README "
@@ -28,7 +31,7 @@ class Submission:
     path: Path
     kind: str  # "exported-program", "safetensors", "embeddings"
     sha256: str
-    model: Callable[[torch.Tensor], torch.Tensor] | None = None
+    model: SandboxedModel | None = None
     embeddings: np.ndarray | None = None
     arch: str | None = None  # the registered architecture safetensors weights were loaded into
 
@@ -36,8 +39,14 @@ class Submission:
     def self_reported(self) -> bool:
         return self.kind == "embeddings"
 
+    def close(self) -> None:
+        if self.model is not None:
+            self.model.close()
 
-def load_submission(path: Path, arch: str | None = None) -> Submission:
+
+def load_submission(path: Path, arch: str | None = None, device: str = "cpu", batch_size: int = 256,
+                    limits: SandboxLimits | None = None) -> Submission:
+    """A submission ready to score; models are started in the sandbox (close() stops it)."""
     path = Path(path)
     if not path.is_file():
         raise SubmissionError(f"{path}: no such file. Fix: pass the path of your exported encoder "
@@ -48,10 +57,13 @@ def load_submission(path: Path, arch: str | None = None) -> Submission:
                               f"arbitrary code. {EXPORT_HELP}")
     sha = sha256_file(path)
     if suffix == ".pt2":
-        program = load_exported_program(path)
-        return Submission(path, "exported-program", sha, model=program.module())
+        model = SandboxedModel(path, "exported-program", device=device, batch_size=batch_size,
+                               limits=limits)
+        return Submission(path, "exported-program", sha, model=model)
     if suffix == ".safetensors":
-        model, arch = _from_safetensors(path, arch)
+        arch = _safetensors_arch(path, arch)
+        model = SandboxedModel(path, "safetensors", arch=arch, device=device, batch_size=batch_size,
+                               limits=limits)
         return Submission(path, "safetensors", sha, model=model, arch=arch)
     if suffix == ".npy":
         embeddings = read_array(path, SubmissionError, "save the features with numpy.save as an "
@@ -61,34 +73,29 @@ def load_submission(path: Path, arch: str | None = None) -> Submission:
                           f".safetensors (with --arch) or .npy. {EXPORT_HELP}")
 
 
-def _from_safetensors(path: Path, arch: str | None) -> tuple[torch.nn.Module, str]:
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
+def _safetensors_arch(path: Path, arch: str | None) -> str:
+    """The architecture to load the weights into: --arch, else the file's metadata; registered."""
+    with path.open("rb") as f:
+        head = f.read(8)
+        size = int.from_bytes(head, "little") if len(head) == 8 else -1
+        header_bytes = f.read(size) if 0 < size <= 100 << 20 else b""
     try:
-        with safe_open(str(path), framework="pt") as f:
-            metadata = f.metadata() or {}
-        config = json.loads(metadata.get("config", "{}"), parse_constant=_refuse_constant)
-        tensors = load_file(str(path))
-    except Exception as error:  # safetensors raises its own error type for a bad header or body
-        raise SubmissionError(f"{path}: not a readable safetensors file ({type(error).__name__}: "
-                              f"{error}). Fix: save the weights with safetensors.torch.save_file."
+        header = json.loads(header_bytes, parse_constant=_refuse_constant)
+        metadata = header.get("__metadata__") or {}
+        named = metadata.get("arch")
+    except (ValueError, RecursionError, AttributeError):
+        raise SubmissionError(f"{path}: not a readable safetensors file (its header is not a JSON "
+                              "object). Fix: save the weights with safetensors.torch.save_file."
                               ) from None
-    arch = arch or metadata.get("arch")
+    arch = arch or (named if isinstance(named, str) else None)
     if not arch:
         raise SubmissionError(f"{path}: safetensors weights need --arch NAME (the file's metadata "
                               "names none).")
-    try:
-        model = build(arch, config)
-    except SubmissionError as error:
-        raise SubmissionError(f"{path}: {error}") from None
-    try:
-        model.load_state_dict(tensors)
-    except RuntimeError as error:
-        first = str(error).strip().splitlines()[0:2]
-        raise SubmissionError(f"{path}: weights do not fit architecture {arch!r}: "
-                              f"{' '.join(first)}") from None
-    return model, arch
+    if arch not in known():
+        raise SubmissionError(f"{path}: --arch {arch[:60]!r} is not a registered architecture (known: "
+                              f"{', '.join(known()) or 'none'}). Fix: use a registered name, or export "
+                              "the model to .pt2.")
+    return arch
 
 
 def _refuse_constant(name: str) -> None:

@@ -149,18 +149,19 @@ def test_a_crafted_pt2_runs_code_in_torch_export_load_but_never_in_ident3d(data,
     assert not marker.exists()
 
 
-def test_the_readme_export_recipe_loads_without_unpickling_and_scores(data, tmp_path):
-    from ident3d.export_archive import load_exported_program, no_unpickling
+def test_the_readme_export_recipe_runs_in_the_sandbox_and_scores(data, tmp_path):
+    from ident3d.sandbox import SandboxedModel
+    from ident3d.sandbox.loading import LoadRefused, no_unpickling
 
     auto = torch.export.Dim.AUTO
     program = torch.export.export(ColourEncoder().eval(), (torch.rand(2, 3, 16, 16),),
                                   dynamic_shapes=({0: auto, 2: auto, 3: auto},))
     torch.export.save(program, str(tmp_path / "encoder.pt2"))
-    with no_unpickling(), pytest.raises(SubmissionError, match="unpickle"):
+    with no_unpickling(), pytest.raises(LoadRefused, match="unpickle"):
         pickle.loads(pickle.dumps(1))
-    loaded = load_exported_program(tmp_path / "encoder.pt2").module()
     x = torch.rand(5, 3, 16, 16)
-    torch.testing.assert_close(loaded(x), ColourEncoder()(x))
+    with SandboxedModel(tmp_path / "encoder.pt2", "exported-program") as loaded:
+        np.testing.assert_allclose(loaded(x), ColourEncoder()(x).numpy(), rtol=1e-6)  # channels-last
     assert evaluate(tmp_path / "encoder.pt2", data, progress=False).metrics["linear_r2"] > 0.2
 
 

@@ -1,0 +1,13 @@
+"""Submitted models run here: read as data, rebuilt from checked bytes, run in a locked-down process.
+
+Layers (docs/submissions.md, "What the sandbox contains"): ``pt2_reader`` (the strict reader, pure
+Python: members, names, operators from ``operators``, shape expressions from ``shapes``, tensor
+bounds), ``host`` (the evaluator's side: start, feed, time-limit and probe the child), ``child`` and
+``loading`` (the child: lock down with ``lockdown``, rebuild the model, encode batches), ``wire``
+(the messages between them).
+"""
+
+from ident3d.sandbox.host import SandboxedModel, SandboxLimits
+from ident3d.sandbox.pt2_reader import Limits
+
+__all__ = ["Limits", "SandboxLimits", "SandboxedModel"]

@@ -1,0 +1,284 @@
+"""The evaluator's side of the sandbox: start the locked-down child, feed it images, bound it.
+
+``SandboxedModel(path, kind)`` checks a ``.pt2`` with the reader first (a refused file never reaches
+torch), starts ``ident3d.sandbox.child`` in an empty temporary folder with a minimal environment,
+sends the file's bytes through a pipe, and then maps image batches to features. Every wait has a
+deadline; a crash, a signal, a timeout, the memory limit or a broken message becomes one
+``SubmissionError`` naming the model file and what it did. Text that comes from the model (an
+exception message) is only ever quoted as a short escaped excerpt, never as our advice.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ident3d.errors import SubmissionError
+from ident3d.sandbox import wire
+from ident3d.sandbox.pt2_reader import ArchiveRefused, Limits, read_archive
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+GIB = 1 << 30
+PROBE_IMAGES = 8
+PROBE_TOLERANCE = 1e-4  # relative to each feature's largest magnitude over the probe images
+FIX_EXPORT = ("Fix: export the plain model in eval mode again with torch.export.save "
+              "(docs/submissions.md), or submit safetensors weights with --arch.")
+FIX_RUN = ("Fix: the model must map any float32 batch (B, 3, H, W) at the dataset's resolution to "
+           "features (B, d) on its own, the same way every time (docs/submissions.md).")
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """What a submitted model may use; a maintainer raises them with the evaluate flags."""
+
+    memory_gib: float = 6.0  # address space on top of the warmed-up process (--memory-limit)
+    batch_seconds: float = 600.0  # wall time per batch (--time-limit)
+    load_seconds: float = 300.0  # wall time to start, lock down and rebuild the model
+    cpu_seconds: int = 24 * 3600  # CPU time of the whole run (a backstop to the wall limits)
+    reader: Limits = field(default_factory=Limits)
+
+
+def excerpt(text: object, limit: int = 120) -> str:
+    """Someone else's text, shortened and escaped so it cannot pose as our output."""
+    clean = "".join(c if c.isprintable() and c.isascii() else "?" for c in str(text)[:limit])
+    return repr(clean + ("..." if len(str(text)) > limit else ""))
+
+
+class _WarmUp(torch.nn.Module):
+    """The evaluator's own program, rebuilt and run by each sandbox before it locks down: the kinds
+    of layers encoders use (convolution, normalisation, pooling, attention, activations)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.norm = torch.nn.BatchNorm2d(4)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.layer_norm = torch.nn.LayerNorm(4)
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.pool(torch.relu(self.norm(self.conv(x))))
+        tokens = self.layer_norm(h.flatten(2).transpose(1, 2))
+        tokens = torch.nn.functional.scaled_dot_product_attention(tokens, tokens, tokens)
+        h = torch.nn.functional.gelu(self.linear(tokens.mean(1)))
+        return torch.sigmoid(torch.nn.functional.normalize(h, dim=1))
+
+
+@functools.cache
+def warm_up_archive() -> bytes:
+    """``_WarmUp`` exported once per process (a few seconds) and kept in memory."""
+    program = torch.export.export(_WarmUp().eval(), (torch.rand(2, 3, 16, 16),),
+                                  dynamic_shapes=({0: torch.export.Dim.AUTO},))
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    return buffer.getvalue()
+
+
+def _child_environment(temp: str) -> dict[str, str]:
+    env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": temp, "TMPDIR": temp, "MALLOC_ARENA_MAX": "2"}
+    for name in ("CUDA_VISIBLE_DEVICES", "IDENT3D_SANDBOX_DEBUG"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+class SandboxedModel:
+    """``model(x)``: features (B, d) of a float32 batch, computed in a locked-down child process."""
+
+    def __init__(self, path: Path, kind: str, arch: str | None = None, device: str = "cpu",
+                 batch_size: int = 256, limits: SandboxLimits | None = None) -> None:
+        self.path, self.kind, self.limits = Path(path), kind, limits or SandboxLimits()
+        self.stage = "starting"
+        self.process: subprocess.Popen | None = None
+        self.temp = tempfile.mkdtemp(prefix="ident3d-sandbox-")
+        size = self.path.stat().st_size
+        if size > self.limits.reader.max_file_bytes:
+            self.close()
+            raise SubmissionError(f"{self.path}: {size} bytes is above the cap of "
+                                  f"{self.limits.reader.max_file_bytes} for a model file. Fix: submit a "
+                                  "smaller model, or a maintainer raises the cap (docs/submissions.md).")
+        data = self.path.read_bytes()
+        if kind == "exported-program":
+            try:
+                read_archive(data, self.limits.reader)  # refused files never reach torch
+            except ArchiveRefused as error:
+                self.close()
+                raise SubmissionError(f"{self.path}: {error}. ident3d reads .pt2 files as data and "
+                                      f"refuses anything that could run code or read out of bounds. "
+                                      f"{FIX_EXPORT}") from None
+        settings = {"kind": kind, "arch": arch, "device": device, "batch_size": batch_size,
+                    "memory_bytes": int(self.limits.memory_gib * GIB),
+                    "cpu_seconds": int(self.limits.cpu_seconds), "max_model_bytes": len(data) + 1,
+                    "max_batch_bytes": 8 * GIB, "reader": asdict(self.limits.reader),
+                    "threads": torch.get_num_threads()}
+        launcher = (f"import sys; sys.path.insert(0, {str(PACKAGE_ROOT)!r}); "
+                    "from ident3d.sandbox.child import main; sys.exit(main())")
+        debug = "IDENT3D_SANDBOX_DEBUG" in os.environ
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-c", launcher, json.dumps(settings)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=None if debug else subprocess.DEVNULL, cwd=self.temp,
+            env=_child_environment(self.temp), close_fds=True, start_new_session=True)
+        os.set_blocking(self.process.stdin.fileno(), False)
+        self.stage = "loading the model"
+        deadline = time.monotonic() + self.limits.load_seconds
+        self._send(wire.WARM_UP, warm_up_archive(), deadline, self.limits.load_seconds)
+        self._send(wire.MODEL, data, deadline, self.limits.load_seconds)
+        del data
+        tag, payload = self._receive(1 << 16, deadline, self.limits.load_seconds)
+        if tag != wire.READY:
+            self._fail(tag, payload)
+        info = json.loads(payload)
+        self.parameters = int(info.get("parameters", 0))
+        self.lockdown = {str(k)[:20]: str(v)[:120] for k, v in dict(info.get("lockdown", {})).items()}
+
+    # -- talking to the child -------------------------------------------------------------------
+    def _send(self, tag: bytes, payload: bytes, deadline: float, seconds: float) -> None:
+        try:
+            wire.send(self.process.stdin.fileno(), tag, payload, deadline)
+        except wire.WireError as error:
+            self._died(str(error), seconds)
+
+    def _receive(self, max_bytes: int, deadline: float, seconds: float) -> tuple[bytes, bytes]:
+        try:
+            return wire.receive(self.process.stdout.fileno(), max_bytes, deadline)
+        except wire.WireError as error:
+            self._died(str(error), seconds)
+
+    def _died(self, why: str, seconds: float) -> None:
+        """The pipe broke or timed out: say what happened to the process, then stop it."""
+        if why == "timeout":
+            self.close()
+            raise SubmissionError(f"{self.path}: the model took longer than {seconds:g} s while "
+                                  f"{self.stage} and was stopped (--time-limit). {FIX_RUN}")
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.close()
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            what = {"SIGXCPU": "used up its CPU-time limit", "SIGXFSZ": "tried to write a file",
+                    "SIGSYS": "made a forbidden system call"}.get(name, f"crashed ({name})")
+            raise SubmissionError(f"{self.path}: the sandboxed model process {what} while {self.stage}; "
+                                  f"the evaluator itself is unaffected. {FIX_RUN}")
+        raise SubmissionError(f"{self.path}: the sandboxed model process stopped while {self.stage} "
+                              f"({why}, exit code {code}). {FIX_RUN}")
+
+    def _fail(self, tag: bytes, payload: bytes) -> None:
+        """The child reported a failure (or sent nonsense): one line in our words."""
+        self.close()
+        try:
+            report = json.loads(payload) if tag == wire.FAILED else {}
+        except ValueError:
+            report = {}
+        if not isinstance(report, dict):
+            report = {}
+        kind, kind_of = report.get("kind"), excerpt(report.get("type", "?"), 40)
+        text = report.get("text", "")
+        if tag != wire.FAILED:
+            line = f"the sandbox answered with an unexpected message while {self.stage}"
+        elif kind == "refused":
+            line = f"refused while {self.stage}: {excerpt(text, 300)}"
+        elif kind == "memory":
+            line = (f"the model needed more than its memory limit of {self.limits.memory_gib:g} GiB while "
+                    f"{self.stage} (--memory-limit)")
+        elif self.stage == "loading the model":
+            line = f"torch could not rebuild the model ({kind_of}; its text begins {excerpt(text)})"
+        else:
+            line = f"the model raised {kind_of} while {self.stage} (its own text begins {excerpt(text)})"
+        raise SubmissionError(f"{self.path}: {line}. {FIX_EXPORT if 'load' in self.stage else FIX_RUN}")
+
+    # -- the model interface ------------------------------------------------------------------
+    def __call__(self, x: torch.Tensor) -> np.ndarray:
+        if self.process is None:
+            raise SubmissionError(f"{self.path}: the sandbox was already closed")
+        batch = x.detach().to("cpu", torch.float32).numpy()
+        self.stage = f"encoding a batch of {len(batch)} images of shape {tuple(batch.shape[1:])}"
+        deadline = time.monotonic() + self.limits.batch_seconds
+        self._send(wire.BATCH, wire.pack_array(batch), deadline, self.limits.batch_seconds)
+        cap = len(batch) * self.limits.reader.max_feature_dim * 4 + 4096
+        tag, payload = self._receive(cap, deadline, self.limits.batch_seconds)
+        if tag != wire.FEATURES:
+            self._fail(tag, payload)
+        try:
+            h = wire.unpack_array(payload, 2)
+        except wire.WireError as error:
+            self.close()
+            raise SubmissionError(f"{self.path}: the sandbox sent malformed features ({error}). "
+                                  f"{FIX_RUN}") from None
+        if h.shape[0] != len(batch):
+            self.close()
+            raise SubmissionError(f"{self.path}: the model returned {h.shape[0]} rows for a batch of "
+                                  f"{len(batch)} images. {FIX_RUN}")
+        return h
+
+    def check_reproducible(self, images: torch.Tensor) -> None:
+        """Same images twice, reordered, and in a smaller batch: features must agree (docs)."""
+        images = images[:PROBE_IMAGES]
+        n = len(images)
+        first = self(images)
+        if first.shape[1] > self.limits.reader.max_feature_dim:
+            self.close()
+            raise SubmissionError(f"{self.path}: the model returns {first.shape[1]} features per image, "
+                                  f"above the cap of {self.limits.reader.max_feature_dim} "
+                                  "(--max-feature-dim). Fix: return a smaller representation.")
+        if not np.isfinite(first).all():
+            return  # the evaluator's feature check names the first non-finite value
+        order = np.arange(n)[::-1].copy()
+        runs = {"a second time": (np.arange(n), self(images)),
+                "in reverse order": (order, self(images[torch.from_numpy(order)])),
+                "in a smaller batch": (np.arange(max(1, n // 2)), self(images[: max(1, n // 2)]))}
+        scale = np.abs(first).max(0) + 1e-6 * (np.abs(first).max() + 1e-30)
+        for how, (rows, again) in runs.items():
+            gap = float((np.abs(again - first[rows]) / scale).max()) if again.size else 0.0
+            if not np.isfinite(gap) or gap > PROBE_TOLERANCE:
+                self.close()
+                what = "non-deterministic" if how == "a second time" else "batch-dependent"
+                raise SubmissionError(
+                    f"{self.path}: the model is {what}: the same {n} images encoded {how} give features "
+                    f"that differ by {gap:.2g} of their scale (tolerance {PROBE_TOLERANCE:g}), so its "
+                    "scores would not reproduce. Fix: no randomness and no statistics across the batch "
+                    "(export after model.eval()).")
+
+    def close(self) -> None:
+        process, self.process = self.process, None
+        if process is not None:
+            if process.poll() is None:
+                try:
+                    wire.send(process.stdin.fileno(), wire.QUIT, b"", time.monotonic() + 1)
+                    process.wait(timeout=2)
+                except (wire.WireError, subprocess.TimeoutExpired, OSError):
+                    pass
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            for stream in (process.stdin, process.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+    def __enter__(self) -> SandboxedModel:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "process", None) is not None:
+            self.close()
