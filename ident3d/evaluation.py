@@ -28,8 +28,8 @@ from ident3d.datasets import ThreeDIdent, manifest_summary
 from ident3d.errors import DatasetError, DeviceError, SubmissionError
 from ident3d.inference import Runner
 from ident3d.results import PROTOCOLS, RESULT_SCHEMA, Result, validate_result
-from ident3d.sandbox import SandboxedModel, SandboxLimits
-from ident3d.sandbox.host import PROBE_IMAGES
+from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel
+from ident3d.sandbox.limits import SandboxLimits
 from ident3d.submissions import Submission, check_features, load_submission
 from ident3d.tracks import identify
 

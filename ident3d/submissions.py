@@ -17,7 +17,8 @@ from ident3d.atomic import sha256_file
 from ident3d.errors import SubmissionError
 from ident3d.readers import is_real_numeric, read_array
 from ident3d.registry import known
-from ident3d.sandbox import SandboxedModel, SandboxLimits
+from ident3d.sandbox.host import SandboxedModel
+from ident3d.sandbox.limits import SandboxLimits
 
 PICKLE_SUFFIXES = {".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".bin"}
 EXPORT_HELP = ("Fix: export the encoder with torch.export and a dynamic batch size, as in the README "

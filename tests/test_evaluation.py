@@ -150,7 +150,7 @@ def test_a_crafted_pt2_runs_code_in_torch_export_load_but_never_in_ident3d(data,
 
 
 def test_the_readme_export_recipe_runs_in_the_sandbox_and_scores(data, tmp_path):
-    from ident3d.sandbox import SandboxedModel
+    from ident3d.sandbox.host import SandboxedModel
     from ident3d.sandbox.loading import LoadRefused, no_unpickling
 
     auto = torch.export.Dim.AUTO

@@ -3,8 +3,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import check_output_file, positive_int, torch_device
+from ident3d.cli.arguments import check_output_file, positive_float, positive_int, torch_device
 from ident3d.results import PROTOCOLS
+from ident3d.sandbox.limits import Limits, SandboxLimits
 
 HELP = "score an encoder (.pt2, safetensors + --arch, or .npy embeddings) on the test split"
 EXAMPLE = "ident3d evaluate --data data/3dident --model encoder.pt2 --name MyModel --out result.json"
@@ -21,15 +22,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="gpu, cpu, cuda:N (default: the GPU when there is one)")
     p.add_argument("--batch-size", type=positive_int, default=256, help="images per forward pass")
     p.add_argument("--out", type=Path, required=True, help="result JSON to write")
+    limits = p.add_argument_group("sandbox limits (docs/submissions.md; for maintainers)")
+    limits.add_argument("--memory-limit", type=positive_float, default=SandboxLimits.memory_gib,
+                        metavar="GIB", help="memory the model may use, in GiB (default: %(default)s)")
+    limits.add_argument("--time-limit", type=positive_float, default=SandboxLimits.batch_seconds,
+                        metavar="SECONDS", help="wall time per batch (default: %(default)s)")
+    limits.add_argument("--max-parameters", type=positive_int, default=Limits.max_parameters,
+                        help="largest parameter count accepted (default: %(default)s)")
+    limits.add_argument("--max-feature-dim", type=positive_int, default=Limits.max_feature_dim,
+                        help="largest feature dimension accepted (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
     from ident3d.evaluation import evaluate
 
     check_output_file(args.out, "--out")
+    limits = SandboxLimits(memory_gib=args.memory_limit, batch_seconds=args.time_limit,
+                           reader=Limits(max_parameters=args.max_parameters,
+                                         max_feature_dim=args.max_feature_dim))
     result = evaluate(args.model, args.data, protocol=args.protocol, device=args.device,
                       batch_size=args.batch_size, name=args.name, arch=args.arch,
-                      split=args.split, progress=not args.quiet)
+                      split=args.split, progress=not args.quiet, limits=limits)
     result.save(args.out)
     print(result.table())
     print(f"wrote {args.out}")

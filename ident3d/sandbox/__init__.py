@@ -4,10 +4,9 @@ Layers (docs/submissions.md, "What the sandbox contains"): ``pt2_reader`` (the s
 Python: members, names, operators from ``operators``, shape expressions from ``shapes``, tensor
 bounds), ``host`` (the evaluator's side: start, feed, time-limit and probe the child), ``child`` and
 ``loading`` (the child: lock down with ``lockdown``, rebuild the model, encode batches), ``wire``
-(the messages between them).
+(the messages between them), ``limits`` (what a model may use).
 """
 
-from ident3d.sandbox.host import SandboxedModel, SandboxLimits
-from ident3d.sandbox.pt2_reader import Limits
+from ident3d.sandbox.limits import Limits, SandboxLimits
 
-__all__ = ["Limits", "SandboxLimits", "SandboxedModel"]
+__all__ = ["Limits", "SandboxLimits"]

@@ -71,8 +71,9 @@ def main() -> int:
 
         from ident3d.inference import Runner
         from ident3d.sandbox import lockdown, wire
+        from ident3d.sandbox.limits import Limits
         from ident3d.sandbox.loading import program_module, safetensors_module
-        from ident3d.sandbox.pt2_reader import Limits, read_archive
+        from ident3d.sandbox.pt2_reader import read_archive
 
         if settings.get("threads"):
             torch.set_num_threads(settings["threads"])

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,8 @@ import torch
 
 from ident3d.errors import SubmissionError
 from ident3d.sandbox import wire
-from ident3d.sandbox.pt2_reader import ArchiveRefused, Limits, read_archive
+from ident3d.sandbox.limits import SandboxLimits
+from ident3d.sandbox.pt2_reader import ArchiveRefused, read_archive
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 GIB = 1 << 30
@@ -39,17 +40,6 @@ FIX_EXPORT = ("Fix: export the plain model in eval mode again with torch.export.
               "(docs/submissions.md), or submit safetensors weights with --arch.")
 FIX_RUN = ("Fix: the model must map any float32 batch (B, 3, H, W) at the dataset's resolution to "
            "features (B, d) on its own, the same way every time (docs/submissions.md).")
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """What a submitted model may use; a maintainer raises them with the evaluate flags."""
-
-    memory_gib: float = 6.0  # address space on top of the warmed-up process (--memory-limit)
-    batch_seconds: float = 600.0  # wall time per batch (--time-limit)
-    load_seconds: float = 300.0  # wall time to start, lock down and rebuild the model
-    cpu_seconds: int = 24 * 3600  # CPU time of the whole run (a backstop to the wall limits)
-    reader: Limits = field(default_factory=Limits)
 
 
 def excerpt(text: object, limit: int = 120) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import operator
 import pickle
 from collections.abc import Iterator
@@ -119,7 +120,11 @@ def safetensors_module(data: bytes, arch: str | None, max_parameters: int) -> to
         raise LoadRefused("the metadata field 'config' is not a JSON object") from None
     if not isinstance(config, dict):
         raise LoadRefused("the metadata field 'config' is not a JSON object")
-    count = sum(_numel(meta.get("shape", [])) for key, meta in header.items() if key != "__metadata__")
+    shapes = [meta.get("shape") if isinstance(meta, dict) else None for key, meta in header.items()
+              if key != "__metadata__"]
+    if not all(isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape) for shape in shapes):
+        raise LoadRefused("not a safetensors file (a tensor without a shape of sizes)")
+    count = sum(math.prod(shape) for shape in shapes)
     if count > max_parameters:
         raise LoadRefused(f"{count} parameters is above the cap of {max_parameters}")
     tensors = load(data)
@@ -145,13 +150,6 @@ def _safetensors_header(data: bytes) -> dict[str, Any]:
     if not isinstance(header, dict):
         raise LoadRefused("not a safetensors file (the header is not a JSON object)")
     return header
-
-
-def _numel(shape: Any) -> int:
-    out = 1
-    for size in shape if isinstance(shape, list) else []:
-        out *= int(size) if isinstance(size, int) else 0
-    return out
 
 
 def _no_constant(name: str) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import json
 import keyword
+import math
 import pickletools
 import re
 import zipfile
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ident3d.sandbox import operators
+from ident3d.sandbox.limits import Limits
 from ident3d.sandbox.shapes import ShapeExpressionError, canonical_expression, is_symbol_name
 
 META_FILES = {"archive_format", "archive_version", "byteorder", ".data/version",
@@ -66,16 +68,6 @@ UNSAFE_OPCODES = {"STACK_GLOBAL", "INST", "OBJ", "NEWOBJ", "NEWOBJ_EX", "EXT1", 
 
 class ArchiveRefused(ValueError):
     """The archive breaks a rule of the reader; the message says which, in our words."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Caps a maintainer may raise (``ident3d evaluate --max-parameters`` and friends)."""
-
-    max_parameters: int = 200_000_000
-    max_tensor_bytes: int = 2 << 30
-    max_feature_dim: int = 4096
-    max_file_bytes: int = 4 << 30
 
 
 @dataclass
@@ -243,7 +235,8 @@ def _tensor_records(config: Any, what: str, prefix: str, members: dict[str, zipf
             raise ArchiveRefused(f"{where}: {len(sizes)} sizes but {len(strides)} strides")
         dtype, itemsize = DTYPES[tensor["dtype"]]
         nbytes = members[member].file_size
-        extent = 0 if _numel(sizes) == 0 else (offset + sum((s - 1) * t for s, t in zip(sizes, strides)) + 1)
+        span = sum((s - 1) * t for s, t in zip(sizes, strides, strict=True))
+        extent = 0 if math.prod(sizes) == 0 else offset + span + 1
         if extent * itemsize > nbytes or nbytes % itemsize:
             raise ArchiveRefused(f"{where}: shape {sizes} with strides {strides} needs "
                                  f"{extent * itemsize} bytes, member {member!r} holds {nbytes}")
@@ -336,7 +329,7 @@ def _check_signature(gm: dict[str, Any]) -> None:
     if unknown:
         raise ArchiveRefused(f"the program takes a {unknown[0]} input; only parameters, buffers, "
                              "tensor constants and one image tensor are accepted")
-    users = [spec["user_input"] for spec, kind in zip(inputs, kinds) if kind == "user_input"]
+    users = [spec["user_input"] for spec, kind in zip(inputs, kinds, strict=True) if kind == "user_input"]
     outputs = signature.get("output_specs", [])
     if len(users) != 1 or "as_tensor" not in (users[0].get("arg") or {}):
         raise ArchiveRefused(f"the program takes {len(users)} inputs; expected one image tensor")
@@ -393,8 +386,9 @@ def _check_program(document: Any) -> dict[str, Any]:
     return document
 
 
-def read_archive(data: bytes, limits: Limits = Limits()) -> CheckedArchive:
+def read_archive(data: bytes, limits: Limits | None = None) -> CheckedArchive:
     """Check an archive's bytes; raises ArchiveRefused naming the first rule it breaks."""
+    limits = limits or Limits()
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
@@ -431,16 +425,9 @@ def read_archive(data: bytes, limits: Limits = Limits()) -> CheckedArchive:
         for record in [*checked.weights.values(), *checked.constants.values()]:
             if record.member not in checked.blobs:
                 checked.blobs[record.member] = read(record.member)
-        checked.parameters = sum(_numel(r.sizes) for r in checked.weights.values())
+        checked.parameters = sum(math.prod(r.sizes) for r in checked.weights.values())
         if checked.parameters > limits.max_parameters:
             raise ArchiveRefused(f"{checked.parameters} parameters is above the cap of "
                                  f"{limits.max_parameters} (ident3d evaluate --max-parameters)")
         checked.document = _check_program(_json(read(f"models/{model}.json"), f"models/{model}.json"))
     return checked
-
-
-def _numel(sizes: list[int]) -> int:
-    out = 1
-    for size in sizes:
-        out *= size
-    return out
