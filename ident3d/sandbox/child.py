@@ -17,6 +17,10 @@ import traceback
 PROTOCOL_FD = 1
 
 
+class BadOutput(ValueError):
+    """The model's output is not a (B, d) array of real numbers within the feature cap."""
+
+
 def _warm_up(archive: bytes, device: str, arch: str | None) -> None:
     """Rebuild and run the evaluator's own tiny program through the path a submission takes, and
     import the registered architecture safetensors weights will be loaded into, so every module and
@@ -48,7 +52,7 @@ def _report(fd: int, stage: str, error: BaseException) -> None:
     from ident3d.sandbox.loading import LoadRefused
     from ident3d.sandbox.pt2_reader import ArchiveRefused
 
-    ours = isinstance(error, ArchiveRefused | LoadRefused)
+    ours = isinstance(error, ArchiveRefused | LoadRefused | BadOutput)
     text = str(error)
     memory = isinstance(error, MemoryError) or "can't allocate memory" in text or (
         "DefaultCPUAllocator" in text)
@@ -106,10 +110,14 @@ def main() -> int:
                 h = run(x)
             if not isinstance(h, torch.Tensor) or h.dim() != 2 or len(h) != len(x):
                 shape = tuple(h.shape) if isinstance(h, torch.Tensor) else type(h).__name__
-                raise TypeError(f"the model returned {shape} for a batch of {len(x)}, expected a "
+                raise BadOutput(f"the model returned {shape} for a batch of {len(x)}, expected a "
                                 f"tensor of shape ({len(x)}, d)")
             if not (h.is_floating_point() or h.dtype in (torch.int32, torch.int64, torch.uint8)):
-                raise TypeError(f"the model returned dtype {h.dtype}, expected real numbers")
+                raise BadOutput(f"the model returned dtype {h.dtype}, expected real numbers")
+            if h.shape[1] > limits.max_feature_dim:
+                raise BadOutput(f"the model returns {h.shape[1]} features per image, above the cap of "
+                                f"{limits.max_feature_dim} (--max-feature-dim); return a smaller "
+                                "representation")
             wire.send(protocol, wire.FEATURES, wire.pack_array(h.detach().float().cpu().numpy()))
     except (KeyboardInterrupt, SystemExit):
         return 1

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,31 @@ def _child_environment(temp: str) -> dict[str, str]:
         if name in os.environ:
             env[name] = os.environ[name]
     return env
+
+
+def check_reproducible(encode: Callable[[torch.Tensor], np.ndarray], images: torch.Tensor,
+                       source: object) -> None:
+    """Same images twice, reordered, and in a smaller batch: the features must agree within
+    ``PROBE_TOLERANCE`` of each feature's scale, or the scores would not reproduce (docs)."""
+    images = images[:PROBE_IMAGES]
+    n = len(images)
+    first = encode(images)
+    if not np.isfinite(first).all():
+        return  # the evaluator's feature check names the first non-finite value
+    order = np.arange(n)[::-1].copy()
+    runs = {"a second time": (np.arange(n), encode(images)),
+            "in reverse order": (order, encode(images[torch.from_numpy(order)])),
+            "in a smaller batch": (np.arange(max(1, n // 2)), encode(images[: max(1, n // 2)]))}
+    scale = np.abs(first).max(0) + 1e-6 * (np.abs(first).max() + 1e-30)
+    for how, (rows, again) in runs.items():
+        gap = float((np.abs(again - first[rows]) / scale).max()) if again.size else 0.0
+        if not np.isfinite(gap) or gap > PROBE_TOLERANCE:
+            what = "non-deterministic" if how == "a second time" else "batch-dependent"
+            raise SubmissionError(
+                f"{source}: the model is {what}: the same {n} images encoded {how} give features that "
+                f"differ by {gap:.2g} of their scale (tolerance {PROBE_TOLERANCE:g}), so its scores "
+                "would not reproduce. Fix: no randomness and no statistics across the batch (export "
+                "after model.eval()).")
 
 
 class SandboxedModel:
@@ -217,32 +243,11 @@ class SandboxedModel:
         return h
 
     def check_reproducible(self, images: torch.Tensor) -> None:
-        """Same images twice, reordered, and in a smaller batch: features must agree (docs)."""
-        images = images[:PROBE_IMAGES]
-        n = len(images)
-        first = self(images)
-        if first.shape[1] > self.limits.reader.max_feature_dim:
+        try:
+            check_reproducible(self, images, self.path)
+        except SubmissionError:
             self.close()
-            raise SubmissionError(f"{self.path}: the model returns {first.shape[1]} features per image, "
-                                  f"above the cap of {self.limits.reader.max_feature_dim} "
-                                  "(--max-feature-dim). Fix: return a smaller representation.")
-        if not np.isfinite(first).all():
-            return  # the evaluator's feature check names the first non-finite value
-        order = np.arange(n)[::-1].copy()
-        runs = {"a second time": (np.arange(n), self(images)),
-                "in reverse order": (order, self(images[torch.from_numpy(order)])),
-                "in a smaller batch": (np.arange(max(1, n // 2)), self(images[: max(1, n // 2)]))}
-        scale = np.abs(first).max(0) + 1e-6 * (np.abs(first).max() + 1e-30)
-        for how, (rows, again) in runs.items():
-            gap = float((np.abs(again - first[rows]) / scale).max()) if again.size else 0.0
-            if not np.isfinite(gap) or gap > PROBE_TOLERANCE:
-                self.close()
-                what = "non-deterministic" if how == "a second time" else "batch-dependent"
-                raise SubmissionError(
-                    f"{self.path}: the model is {what}: the same {n} images encoded {how} give features "
-                    f"that differ by {gap:.2g} of their scale (tolerance {PROBE_TOLERANCE:g}), so its "
-                    "scores would not reproduce. Fix: no randomness and no statistics across the batch "
-                    "(export after model.eval()).")
+            raise
 
     def close(self) -> None:
         process, self.process = self.process, None

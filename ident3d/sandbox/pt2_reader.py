@@ -359,6 +359,24 @@ def _check_signature(gm: dict[str, Any]) -> None:
         "forward_arg_names": arg_names}}]
 
 
+def _check_state_untouched(gm: dict[str, Any]) -> None:
+    """No in-place operator writes into a parameter, buffer or constant (the model would change
+    between calls); writes through views of them are caught by the reproducibility probe."""
+    state = set()
+    for spec in gm["signature"].get("input_specs", []):
+        for kind in ("parameter", "buffer", "tensor_constant"):
+            if kind in spec:
+                state.add(((spec[kind].get("arg") or {}).get("name")))
+    for node in gm["graph"]["nodes"]:
+        name = operators.aten_name(node["target"]) or ""
+        if not (name.endswith("_") or name == "copy"):
+            continue
+        first = (node.get("inputs") or [{}])[0].get("arg", {}).get("as_tensor", {}).get("name")
+        if first in state:
+            raise ArchiveRefused(f"the model changes its own parameter or buffer {first!r} while running "
+                                 f"({node['target'][len(operators.PREFIX):]}), so no two calls agree")
+
+
 def _check_program(document: Any) -> dict[str, Any]:
     if not isinstance(document, dict) or not isinstance(document.get("graph_module"), dict):
         raise ArchiveRefused("the model member is not an exported program")
@@ -381,6 +399,7 @@ def _check_program(document: Any) -> dict[str, Any]:
     _check_names(gm, "graph_module")
     _check_nodes(gm["graph"])
     _check_signature(gm)
+    _check_state_untouched(gm)
     _canonical_shapes(document, "")
     document["guards_code"] = []  # Python source torch would compile and run: dropped, never read
     return document

@@ -1,0 +1,464 @@
+"""Crafted model files against the sandbox (docs/submissions.md, "What the sandbox contains").
+
+Every file is built here from a real ``torch.export`` of a small encoder, then edited the way a
+hostile submitter would. Each case runs ``ident3d evaluate`` through the real CLI and must end in a
+refusal or a contained failure: exit 1, one ``error:`` line naming the model file and the culprit,
+no marker file, the planted secret nowhere in the output, no file changed outside ``--out``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import write_fake_split
+from hostile import edit_json, rewrite_zip, touch_code
+
+from ident3d.cli import main
+
+SIZE = 16
+SECRET = "SECRET-7f3a-do-not-leak"
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.register_buffer("shift", torch.zeros(4))
+        self.head = torch.nn.Linear(4, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.conv(x).mean((2, 3)) + self.shift)
+
+
+class Allocates(torch.nn.Module):  # asks for 16 GiB at run time
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        big = torch.ones(1 << 16, 1 << 16, dtype=torch.float32)
+        return x.mean((2, 3)) + big[:1, :3]
+
+
+class Spins(torch.nn.Module):  # a chain of large matmuls: minutes of CPU per batch
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = torch.ones(3000, 3000) / 3000
+        for _ in range(100):
+            w = w @ w
+        return x.mean((2, 3)) + w[:1, :3]
+
+
+class BatchStatistics(torch.nn.Module):  # standardises over the batch: scores depend on --batch-size
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.mean((2, 3))
+        return (h - h.mean(0, keepdim=True)) / (h.std(0, keepdim=True) + 1e-6)
+
+
+class Drifts(torch.nn.Module):  # changes its own state on every call
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.count.add_(1)
+        return x.mean((2, 3)) * self.count
+
+
+class Wide(torch.nn.Module):  # 100,000 features per image
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean((2, 3)).repeat(1, 33334)
+
+
+class FixedBatch(torch.nn.Module):  # export specialises the batch to 2: fails at run time
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(2, -1)[:, :5]
+
+
+class OutOfRange(torch.nn.Module):  # a bounds-checked index beyond the tensor: an error, not a read
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("index", torch.tensor([0, 1, 5000]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.flatten(1).index_select(1, self.index)
+
+
+class Random(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean((2, 3)) + torch.rand_like(x.mean((2, 3)))
+
+
+class TrainingBatchNorm(torch.nn.Module):  # exported in training mode: mutates its buffers
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x.mean((2, 3)))
+
+
+def export(module: torch.nn.Module, path: Path, train: bool = False) -> Path:
+    module = module.train() if train else module.eval()
+    program = torch.export.export(module, (torch.rand(2, 3, SIZE, SIZE),),
+                                  dynamic_shapes=({0: torch.export.Dim.AUTO},))
+    torch.export.save(program, str(path))
+    return path
+
+
+def graph(change):
+    return {"models/model.json": edit_json(change)}
+
+
+def nodes(document: dict) -> list[dict]:
+    return document["graph_module"]["graph"]["nodes"]
+
+
+def set_target(target: str):
+    def change(document: dict) -> None:
+        nodes(document)[0]["target"] = target
+    return graph(change)
+
+
+def set_expression(text: str):
+    def change(document: dict) -> None:
+        for value in document["graph_module"]["graph"]["tensor_values"].values():
+            for size in value["sizes"]:
+                if "as_expr" in size:
+                    size["as_expr"]["expr_str"] = text
+                    return
+        raise AssertionError("no symbolic size in the export")
+    return graph(change)
+
+
+def rename(kind: str, evil: str):
+    """Put ``evil`` where torch pastes a name into the Python source it generates."""
+    def change(document: dict) -> None:
+        gm = document["graph_module"]
+        specs = gm["signature"]["input_specs"]
+        if kind in ("parameter", "buffer"):
+            spec = next(s[kind] for s in specs if kind in s)
+            spec[f"{kind}_name"] = evil
+        elif kind == "input":
+            old = next(s["user_input"] for s in specs if "user_input" in s)["arg"]["as_tensor"]["name"]
+            _replace_name(document, old, evil)
+        elif kind == "output":
+            old = gm["graph"]["outputs"][0]["as_tensor"]["name"]
+            _replace_name(document, old, evil)
+        elif kind == "node":
+            old = nodes(document)[0]["outputs"][0]["as_tensor"]["name"]
+            _replace_name(document, old, evil)
+    return graph(change)
+
+
+def _replace_name(node, old: str, new: str):
+    if isinstance(node, dict):
+        for key in list(node):
+            if key == old:
+                node[new] = node.pop(key)
+                key = new
+            if node[key] == old:
+                node[key] = new
+            else:
+                _replace_name(node[key], old, new)
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            if item == old:
+                node[i] = new
+            else:
+                _replace_name(item, old, new)
+
+
+def weight_meta(change):
+    def apply(data: bytes) -> bytes:
+        document = json.loads(data)
+        change(next(iter(document["config"].values())))
+        return json.dumps(document).encode()
+    return {"data/weights/model_weights_config.json": apply}
+
+
+def from_file(path: str):
+    """Replace the first node by aten.from_file reading ``path`` (a real ATen file operator)."""
+    def change(document: dict) -> None:
+        first = nodes(document)[0]
+        first["target"] = "torch.ops.aten.from_file.default"
+        first["inputs"] = [{"name": "filename", "arg": {"as_string": path}, "kind": 1},
+                           {"name": "shared", "arg": {"as_bool": False}, "kind": 1},
+                           {"name": "size", "arg": {"as_int": 64}, "kind": 1}]
+    return graph(change)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    culprit: str  # must appear in the error line
+    flags: tuple[str, ...] = ()
+
+
+def build_models(w: Path, clean: Path) -> dict[str, Path]:
+    """Every crafted file of the table, by case name."""
+    marker = w / "pwned"
+    inject = f"x'); __import__('os').system('touch {marker}'); ('"
+    edits = {
+        # names that reach generated Python source
+        "param-name-quote": rename("parameter", f"head.weight{inject}"),
+        "buffer-name-quote": rename("buffer", f"shift{inject}"),
+        "input-name-code": rename("input", f"x=__import__('os').system('touch {marker}')"),
+        "output-name-code": rename("output", "linear;import os"),
+        "node-name-dunder": rename("node", "__class__"),
+        "weights-config-key": {"data/weights/model_weights_config.json": edit_json(lambda d: d[
+            "config"].update({f"conv.weight'){inject}": d["config"].pop("conv.weight")}))},
+        "guard-code": graph(lambda d: d.update(guards_code=[touch_code(marker)])),
+        "namedtuple-fields": graph(lambda d: d["graph_module"].update(
+            treespec_namedtuple_fields={"os.system": {"field_names": ["a"]}})),
+        # file and socket operators, out-of-bounds views, sparse, random, assert, print
+        "from-file-relative": from_file("secret.txt"),
+        "from-file-absolute": from_file("/etc/passwd"),
+        "from-file-split-latents": from_file(str(w / "data/test/raw_latents.npy")),
+        "save-operator": set_target("torch.ops.aten.save.default"),
+        "reshape-alias": set_target("torch.ops.aten._reshape_alias.default"),
+        "as-strided": set_target("torch.ops.aten.as_strided.default"),
+        "sparse-constructor": set_target("torch.ops.aten._sparse_coo_tensor_with_dims_and_tensors.default"),
+        "random-operator": set_target("torch.ops.aten.randn.default"),
+        "assert-message": set_target("torch.ops.aten._assert_async.msg"),
+        "print-operator": set_target("torch.ops.aten._print.default"),
+        "python-callable": set_target("builtins.eval"),
+        "socket-callable": set_target("socket.socket"),
+        "higher-order-op": set_target("torch.ops.higher_order.cond"),
+        # shape expressions sympy would evaluate forever, or as Python
+        "expr-power-tower": set_expression("s0 + 0*9**9**9"),
+        "expr-factorial": set_expression("factorial(factorial(99))"),
+        "expr-srepr-pow": set_expression(
+            "Pow(Integer(9), Pow(Integer(9), Integer(9)))"),
+        "expr-deep": set_expression("Add(" * 200 + "Integer(1)" + ", Integer(1))" * 200),
+        "expr-huge-literal": set_expression("Mul(Integer(99999999999), Symbol('s0'))"),
+        # tensor bytes that disagree with their metadata
+        "zero-byte-claims-size": weight_meta(lambda m: m["tensor_meta"].update(
+            sizes=[{"as_int": 1 << 29}], strides=[{"as_int": 1}])) | {"data/weights/weight_0": b""},
+        "view-beyond-storage": weight_meta(lambda m: m["tensor_meta"].update(
+            storage_offset={"as_int": 10**6})),
+        "negative-stride": weight_meta(lambda m: m["tensor_meta"]["strides"][0].update(as_int=-4)),
+        "sparse-layout": weight_meta(lambda m: m["tensor_meta"].update(layout=1)),
+        "pickled-weight": weight_meta(lambda m: m.update(use_pickle=True)),
+    }
+    models = {name: rewrite_zip(clean, w / f"{name}.pt2", change) for name, change in edits.items()}
+    # archive-level tricks
+    models["duplicate-member"] = w / "duplicate-member.pt2"
+    with zipfile.ZipFile(clean) as zin, zipfile.ZipFile(models["duplicate-member"], "w") as zout:
+        for info in zin.infolist():
+            zout.writestr(info, zin.read(info))
+        root = zin.namelist()[0].split("/")[0]
+        with pytest.warns(UserWarning, match="Duplicate"):
+            zout.writestr(f"{root}/data/weights/weight_0", b"\0" * 16)
+    models["compressed-member"] = w / "compressed-member.pt2"
+    with zipfile.ZipFile(clean) as zin, zipfile.ZipFile(models["compressed-member"], "w",
+                                                        zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            zout.writestr(info.filename, zin.read(info))
+    # real exports that misbehave only when run
+    for name, module, train in (("allocation-bomb", Allocates(), False), ("cpu-bomb", Spins(), False),
+                                ("batch-statistics", BatchStatistics(), False), ("drifts", Drifts(), False),
+                                ("too-many-features", Wide(), False), ("fixed-batch", FixedBatch(), False),
+                                ("index-out-of-range", OutOfRange(), False),
+                                ("rand-like", Random(), False), ("training-mode", TrainingBatchNorm(), True)):
+        models[name] = export(module, w / f"{name}.pt2", train)
+    return models
+
+
+CASES = [
+    Case("param-name-quote", "not a plain identifier"),
+    Case("buffer-name-quote", "not a plain identifier"),
+    Case("input-name-code", "not a plain identifier"),
+    Case("output-name-code", "not a plain identifier"),
+    Case("node-name-dunder", "not a plain identifier"),
+    Case("weights-config-key", "not a plain identifier"),
+    Case("namedtuple-fields", "named tuples"),
+    Case("from-file-relative", "aten.from_file"),
+    Case("from-file-absolute", "aten.from_file"),
+    Case("from-file-split-latents", "aten.from_file"),
+    Case("save-operator", "aten.save"),
+    Case("reshape-alias", "_reshape_alias"),
+    Case("as-strided", "as_strided"),
+    Case("sparse-constructor", "_sparse_coo_tensor"),
+    Case("random-operator", "randn"),
+    Case("assert-message", "_assert_async"),
+    Case("print-operator", "_print"),
+    Case("python-callable", "builtins.eval"),
+    Case("socket-callable", "socket.socket"),
+    Case("higher-order-op", "higher_order.cond"),
+    Case("expr-power-tower", "shape expression"),
+    Case("expr-factorial", "shape expression"),
+    Case("expr-srepr-pow", "shape expression"),
+    Case("expr-deep", "shape expression"),
+    Case("expr-huge-literal", "shape expression"),
+    Case("zero-byte-claims-size", "needs 2147483648 bytes"),
+    Case("view-beyond-storage", "needs"),
+    Case("negative-stride", "not a concrete size"),
+    Case("sparse-layout", "not strided"),
+    Case("pickled-weight", "pickle"),
+    Case("duplicate-member", "more than once"),
+    Case("compressed-member", "compressed"),
+    Case("rand-like", "rand_like"),
+    Case("training-mode", "num_batches_tracked"),
+    Case("allocation-bomb", "memory limit of 1 GiB", ("--memory-limit", "1")),
+    Case("cpu-bomb", "longer than 5 s", ("--time-limit", "5")),
+    Case("batch-statistics", "batch-dependent"),
+    Case("drifts", "changes its own parameter or buffer"),
+    Case("too-many-features", "above the cap of 4096 (--max-feature-dim)"),
+    Case("fixed-batch", "to be equal to 2, but got 8"),
+    Case("index-out-of-range", "the model raised"),
+]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> dict:
+    w = tmp_path_factory.mktemp("sandbox-world")
+    write_fake_split(w / "data", "test", n=24, size=SIZE)
+    (w / "secret.txt").write_text(SECRET)
+    models = w / "models"
+    models.mkdir()
+    clean = export(Encoder(), w / "clean.pt2")
+    return {"root": w, "clean": clean, "models": build_models(models, clean)}
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(folder.rglob("*")) if "out" not in p.relative_to(folder).parts}
+
+
+def test_the_table_has_at_least_thirty_cases():
+    assert len(CASES) >= 30
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_crafted_model_is_refused_or_contained(case: Case, world: dict, capsys, monkeypatch):
+    w = world["root"]
+    monkeypatch.chdir(w)  # relative paths in a crafted file would point at the planted secret
+    model = world["models"][case.name]
+    before = snapshot(w)
+    out = w / "out" / f"{case.name}.json"
+    code = main(["-q", "evaluate", "--data", str(w / "data"), "--model", str(model), "--out", str(out),
+                 "--batch-size", "8", *case.flags])
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert code == 1, captured.err
+    assert len(lines) == 1 and lines[0].startswith(f"error: {model}: "), captured.err
+    assert case.culprit in lines[0], lines[0]
+    assert "Traceback" not in captured.err + captured.out
+    assert SECRET not in captured.err + captured.out
+    assert not (w / "pwned").exists() and not (w / "models/pwned").exists(), "a crafted file ran code"
+    assert not out.exists()
+    assert snapshot(w) == before
+
+
+def test_clean_export_scores_identically_in_and_out_of_the_sandbox(world):
+    """The sandbox changes where the model runs, not what it computes: every metric is equal."""
+    from ident3d.datasets import ThreeDIdent
+    from ident3d.evaluation import encode, evaluate
+    from ident3d.submissions import check_features
+
+    root = world["root"]
+    sandboxed = evaluate(world["clean"], root / "data", batch_size=8, progress=False).document
+    dataset = ThreeDIdent(root / "data", "test")
+    in_process = encode(torch.export.load(str(world["clean"])).module(), dataset, np.arange(len(dataset)),
+                        torch.device("cpu"), batch_size=8, progress=False)
+    np.save(root / "out-in-process.npy", in_process)
+    direct = evaluate(root / "out-in-process.npy", root / "data", progress=False).document
+    (root / "out-in-process.npy").unlink()
+    assert sandboxed["metrics"] == direct["metrics"]
+    assert sandboxed["per_latent"] == direct["per_latent"]
+    assert sandboxed["model"]["sandbox"]["rlimits"] == "set"
+    check_features(in_process, len(dataset), "in-process")
+
+
+def test_the_child_is_locked_down_before_it_reads_the_model(tmp_path):
+    """The lock-down itself, without the reader: after it, opening, writing and creating files,
+    sockets and new programs all fail inside the process (where the kernel has seccomp)."""
+    from ident3d.sandbox.lockdown import install_seccomp
+
+    script = f"""
+import os, socket, subprocess, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from ident3d.sandbox.lockdown import Lockdown, lock_down
+status = lock_down(Lockdown(memory_bytes=1 << 30, cpu_seconds=60))
+results = {{"status": status}}
+for name, attempt in (("open", lambda: open({str(tmp_path / 'secret.txt')!r}).read()),
+                      ("create", lambda: open("new-file", "w").write("x")),
+                      ("socket", lambda: socket.socket()),
+                      ("exec", lambda: subprocess.run(["true"])),
+                      ("allocate", lambda: bytearray(2 << 30))):
+    try:
+        attempt()
+        results[name] = "allowed"
+    except (OSError, MemoryError) as error:
+        results[name] = type(error).__name__
+os.write(1, repr(results).encode())
+"""
+    (tmp_path / "secret.txt").write_text(SECRET)
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, cwd=tmp_path,
+                          timeout=120)
+    results = eval(done.stdout.decode())  # noqa: S307 - our own child's repr of a dict of strings
+    assert results["allocate"] == "MemoryError"
+    assert not (tmp_path / "new-file").exists()
+    if install_seccomp.__module__ and results["status"]["seccomp"] == "active":
+        assert {results[k] for k in ("open", "create", "socket", "exec")} == {"PermissionError"}, results
+    else:
+        pytest.skip(f"seccomp unavailable here: {results['status']['seccomp']}")
+
+
+def test_guard_code_is_dropped_unread(world, tmp_path):
+    """Guards are Python source torch would compile and run: the reader drops them, the model scores."""
+    from ident3d.evaluation import evaluate
+
+    result = evaluate(world["models"]["guard-code"], world["root"] / "data", batch_size=8, progress=False)
+    assert result.metrics["linear_r2"] is not None
+    assert not (world["root"] / "models/pwned").exists()
+
+
+@pytest.mark.parametrize(("answer", "verdict"), [
+    (lambda h: h + np.random.default_rng().normal(0, 1e-2, h.shape), "non-deterministic"),
+    (lambda h: h - h.mean(0), "batch-dependent"),
+    (lambda h: h + 1e-7 * len(h), None),  # rounding-level differences pass
+])
+def test_the_probe_refuses_what_would_not_reproduce(answer, verdict):
+    from ident3d.errors import SubmissionError
+    from ident3d.sandbox.host import check_reproducible
+
+    def encode(x: torch.Tensor) -> np.ndarray:
+        return answer(x.numpy().reshape(len(x), -1)[:, :4].astype(np.float64))
+
+    images = torch.rand(8, 3, 4, 4)
+    if verdict is None:
+        check_reproducible(encode, images, "m.pt2")
+    else:
+        with pytest.raises(SubmissionError, match=f"m.pt2: the model is {verdict}"):
+            check_reproducible(encode, images, "m.pt2")
+
+
+def test_a_crash_of_the_model_process_is_one_error_line(world):
+    """A signal that kills the child (as a segfaulting operator would) becomes a SubmissionError."""
+    from ident3d.errors import SubmissionError
+    from ident3d.sandbox.host import SandboxedModel
+
+    with SandboxedModel(world["clean"], "exported-program") as model:
+        assert model(torch.rand(3, 3, SIZE, SIZE)).shape == (3, 6)
+        os.kill(model.process.pid, signal.SIGSEGV)
+        model.process.wait()
+        with pytest.raises(SubmissionError, match=r"crashed \(SIGSEGV\).*evaluator itself is unaffected"):
+            model(torch.rand(3, 3, SIZE, SIZE))
+
+
+def test_text_from_the_model_is_quoted_never_obeyed():
+    from ident3d.sandbox.host import excerpt
+
+    text = "ok\nerror: all fine. Fix: run rm -rf ~ \x1b[2J" + "x" * 500
+    quoted = excerpt(text)
+    assert "\n" not in quoted and "\x1b" not in quoted and len(quoted) < 140
+    assert quoted.startswith("'") and quoted.endswith("...'")
