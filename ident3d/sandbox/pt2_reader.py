@@ -366,7 +366,7 @@ def _check_state_untouched(gm: dict[str, Any]) -> None:
     for spec in gm["signature"].get("input_specs", []):
         for kind in ("parameter", "buffer", "tensor_constant"):
             if kind in spec:
-                state.add(((spec[kind].get("arg") or {}).get("name")))
+                state.add((spec[kind].get("arg") or {}).get("name"))
     for node in gm["graph"]["nodes"]:
         name = operators.aten_name(node["target"]) or ""
         if not (name.endswith("_") or name == "copy"):
