@@ -120,7 +120,8 @@ def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "s
 
 def rescore(result: dict[str, Any], checkpoint: Path, data: Path, tolerance: float = 1e-4) -> dict[str, Any]:
     """Score ``checkpoint`` again on ``data`` under the result's protocol and split; return the fresh
-    result when every metric matches the submitted one, else raise naming the first that differs."""
+    result when every metric (the means and every per-latent value) matches the submitted one, else
+    raise naming the first that differs."""
     from ident3d.evaluation import evaluate
 
     fresh = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
@@ -128,11 +129,17 @@ def rescore(result: dict[str, Any], checkpoint: Path, data: Path, tolerance: flo
     if track_of(fresh) != track_of(result):
         raise ResultError(f"field dataset/track: the result file says {track_of(result)}, but {data} is "
                           f"{track_of(fresh)}. Fix: re-score on the data the result was made on.")
-    for key, submitted in result["metrics"].items():
-        again = fresh["metrics"].get(key)
+    pairs = [(f"metrics/{key}", submitted, fresh["metrics"].get(key))
+             for key, submitted in result["metrics"].items()]
+    fresh_latents = {row["factor"]: row for row in fresh.get("per_latent", [])}
+    for row in result.get("per_latent", []):
+        again = fresh_latents.get(row.get("factor"), {})
+        pairs += [(f"per_latent/{row.get('factor')}/{key}", row[key], again.get(key))
+                  for key in METRIC_KEYS if key in row]
+    for field, submitted, again in pairs:
         differs = again is not None and submitted is not None and abs(again - submitted) > tolerance
         if (submitted is None) != (again is None) or differs:
-            raise ResultError(f"field metrics/{key}: the result file says {submitted}, re-scoring "
+            raise ResultError(f"field {field}: the result file says {submitted}, re-scoring "
                               f"{checkpoint} gives {again}. Fix: submit the result of this checkpoint.")
     return fresh
 

@@ -150,6 +150,8 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
     torch.export.save(program, str(tmp_path / "flat.pt2"))
     result = evaluate(tmp_path / "flat.pt2", tmp_path, progress=False).document
     (tmp_path / "good.json").write_text(json.dumps(result))
+    result["per_latent"][3]["mcc_pearson"] = min(1.0, result["per_latent"][3]["mcc_pearson"] + 0.01)
+    (tmp_path / "one-latent.json").write_text(json.dumps(result))
     result["metrics"]["linear_r2"] = min(1.0, result["metrics"]["linear_r2"] + 0.1)
     (tmp_path / "inflated.json").write_text(json.dumps(result))
     entries = tmp_path / "entries"
@@ -168,6 +170,9 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
     refused = add("inflated.json", "Doe2026Inflated")
     assert refused.returncode == 1 and "metrics/linear_r2" in refused.stderr
     assert not (entries / "Doe2026Inflated.json").exists()
+    factor = result["per_latent"][3]["factor"]
+    refused = add("one-latent.json", "Doe2026OneLatent")
+    assert refused.returncode == 1 and f"per_latent/{factor}/mcc_pearson" in refused.stderr
 
 
 def test_compare_prints_the_rank_without_writing(tmp_path):
