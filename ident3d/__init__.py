@@ -1,25 +1,25 @@
 """ident3d: the 3DIdent family of identifiability benchmarks.
 
-Importing this package stays light (numpy and scipy); torch-based parts live in submodules such
-as ``ident3d.datasets`` and ``ident3d.evaluation``. It never imports ``render``, ``baselines`` or
-``leaderboard``.
+Importing this package loads nothing else: every name below is imported on first use (the
+sandbox process that runs submitted models starts faster for it). It never imports ``render``,
+``baselines`` or ``leaderboard``.
 """
 
 from importlib.metadata import PackageNotFoundError, version
-
-from ident3d.latents import sample_conditional, sample_uniform
-from ident3d.scene import SceneParams
-from ident3d.variants import FACTOR_NAMES, FACTORS, Variant, get_variant, scene_params
 
 try:
     __version__ = version("ident3d")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 
-# Heavy parts (torch, torchvision, FAISS) load on first use: `from ident3d import ThreeDIdent`.
+# Every part loads on first use: `from ident3d import ThreeDIdent` imports torch, FAISS and so on.
 LAZY = {"ThreeDIdent": "ident3d.datasets", "ContrastivePairs": "ident3d.pairs",
         "RenderedPairs": "ident3d.pairs", "PairLoader": "ident3d.batching",
-        "evaluate": "ident3d.evaluation", "get_track": "ident3d.tracks"}
+        "evaluate": "ident3d.evaluation", "get_track": "ident3d.tracks",
+        "sample_conditional": "ident3d.latents", "sample_uniform": "ident3d.latents",
+        "SceneParams": "ident3d.scene", "FACTOR_NAMES": "ident3d.variants", "FACTORS": "ident3d.variants",
+        "Variant": "ident3d.variants", "get_variant": "ident3d.variants",
+        "scene_params": "ident3d.variants"}
 
 __all__ = ["FACTORS", "FACTOR_NAMES", "ContrastivePairs", "PairLoader", "RenderedPairs", "SceneParams",
            "ThreeDIdent", "Variant", "__version__", "evaluate", "get_track", "get_variant",

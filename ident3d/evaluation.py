@@ -42,21 +42,37 @@ def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.
     """Features of the given images, in order. A ``SandboxedModel`` runs in its own process (which
     applies the same eval mode and channels-last); any other model is the caller's own code, run
     here in eval mode (``compile`` is not for official scores: see ``ident3d.inference``)."""
-    sandboxed = isinstance(model, SandboxedModel)
-    run = model if sandboxed else Runner(model, device, batch_size, compile)
+    if isinstance(model, SandboxedModel):
+        return _encode_sandboxed(model, dataset, indices, batch_size, progress)
+    run = Runner(model, device, batch_size, compile)
     out = []
     with torch.inference_mode(), tqdm(total=len(indices), desc="encode", unit="img", unit_scale=True,
                                       disable=not progress) as bar:  # shows images/s and time left
         for start in range(0, len(indices), batch_size):
-            x = image_batch(dataset, indices[start:start + batch_size])
-            h = run(x if sandboxed else x.to(device))
-            if isinstance(h, torch.Tensor):
-                h = h.float().cpu().numpy()
-            elif not isinstance(h, np.ndarray):
+            x = image_batch(dataset, indices[start:start + batch_size]).to(device)
+            h = run(x)
+            if not isinstance(h, torch.Tensor):
                 raise SubmissionError(f"the model returned {type(h).__name__}, expected a tensor "
                                       "of shape (B, d).")
-            out.append(h)
+            out.append(h.float().cpu().numpy())
             bar.update(len(x))
+    return np.concatenate(out) if out else np.zeros((0, 0))
+
+
+def _encode_sandboxed(model: SandboxedModel, dataset: ThreeDIdent, indices: np.ndarray, batch_size: int,
+                      progress: bool) -> np.ndarray:
+    """The sandbox computes one batch while this process loads the next."""
+    chunks = [indices[start:start + batch_size] for start in range(0, len(indices), batch_size)]
+    out = []
+    with tqdm(total=len(indices), desc="encode", unit="img", unit_scale=True, disable=not progress) as bar:
+        if chunks:
+            model.submit(image_batch(dataset, chunks[0]))
+        for i in range(len(chunks)):
+            following = image_batch(dataset, chunks[i + 1]) if i + 1 < len(chunks) else None
+            out.append(model.collect())
+            bar.update(len(chunks[i]))
+            if following is not None:
+                model.submit(following)
     return np.concatenate(out) if out else np.zeros((0, 0))
 
 

@@ -34,6 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.model.suffix.lower() in (".pt2", ".safetensors"):
+        from ident3d.sandbox import spawn
+
+        spawn.prestart()  # the sandbox imports torch while this process does the same
     from ident3d.evaluation import evaluate
 
     check_output_file(args.out, "--out")

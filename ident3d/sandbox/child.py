@@ -1,5 +1,5 @@
-"""The sandbox process: ``python -I -m ident3d.sandbox.child SETTINGS_JSON``, started by
-``ident3d.sandbox.host`` in an empty temporary folder with a minimal environment.
+"""The sandbox process, started by ``ident3d.sandbox.spawn`` in an empty temporary folder with a
+minimal environment; its settings arrive with the evaluator's warm-up program.
 
 Order matters: import and warm up torch, lock down (``ident3d.sandbox.lockdown``), and only then
 read the model's bytes from the pipe. The model never learns a path: it gets image batches on
@@ -66,12 +66,12 @@ def _report(fd: int, stage: str, error: BaseException) -> None:
 
 
 def main() -> int:
-    settings = json.loads(sys.argv[1])
     protocol = os.dup(PROTOCOL_FD)
     os.dup2(2, PROTOCOL_FD)  # stray prints go where stderr goes (nowhere), never into the protocol
     stage = "start"
     try:
         import torch
+        import torch._export.serde.serialize  # noqa: F401 - the slow imports, before the settings arrive
 
         from ident3d.inference import Runner
         from ident3d.sandbox import lockdown, wire
@@ -79,12 +79,13 @@ def main() -> int:
         from ident3d.sandbox.loading import program_module, safetensors_module
         from ident3d.sandbox.pt2_reader import read_archive
 
+        tag, payload = wire.receive(0, 1 << 24)
+        if tag != wire.WARM_UP:
+            return 2
+        settings, archive = wire.unpack_settings(payload)
         if settings.get("threads"):
             torch.set_num_threads(settings["threads"])
         device = torch.device(settings["device"])
-        tag, archive = wire.receive(0, 1 << 24)
-        if tag != wire.WARM_UP:
-            return 2
         _warm_up(archive, settings["device"], settings.get("arch"))
         status = lockdown.lock_down(lockdown.Lockdown(settings["memory_bytes"], settings["cpu_seconds"]))
         stage = "load"

@@ -13,12 +13,9 @@ from __future__ import annotations
 import functools
 import io
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -29,11 +26,10 @@ import numpy as np
 import torch
 
 from ident3d.errors import SubmissionError
-from ident3d.sandbox import wire
+from ident3d.sandbox import spawn, wire
 from ident3d.sandbox.limits import SandboxLimits
 from ident3d.sandbox.pt2_reader import ArchiveRefused, read_archive
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 GIB = 1 << 30
 PROBE_IMAGES = 8
 PROBE_TOLERANCE = 1e-4  # relative to each feature's largest magnitude over the probe images
@@ -79,14 +75,6 @@ def warm_up_archive() -> bytes:
     return buffer.getvalue()
 
 
-def _child_environment(temp: str) -> dict[str, str]:
-    env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": temp, "TMPDIR": temp, "MALLOC_ARENA_MAX": "2"}
-    for name in ("CUDA_VISIBLE_DEVICES", "IDENT3D_SANDBOX_DEBUG"):
-        if name in os.environ:
-            env[name] = os.environ[name]
-    return env
-
-
 def check_reproducible(encode: Callable[[torch.Tensor], np.ndarray], images: torch.Tensor,
                        source: object) -> None:
     """Same images twice, reordered, and in a smaller batch: the features must agree within
@@ -119,8 +107,9 @@ class SandboxedModel:
                  batch_size: int = 256, limits: SandboxLimits | None = None) -> None:
         self.path, self.kind, self.limits = Path(path), kind, limits or SandboxLimits()
         self.stage = "starting"
+        self.in_flight, self.deadline = 0, 0.0  # the batch sent and not yet collected
         self.process: subprocess.Popen | None = None
-        self.temp = tempfile.mkdtemp(prefix="ident3d-sandbox-")
+        self.temp: str | None = None
         size = self.path.stat().st_size
         if size > self.limits.reader.max_file_bytes:
             self.close()
@@ -141,17 +130,11 @@ class SandboxedModel:
                     "cpu_seconds": int(self.limits.cpu_seconds), "max_model_bytes": len(data) + 1,
                     "max_batch_bytes": 8 * GIB, "reader": asdict(self.limits.reader),
                     "threads": torch.get_num_threads()}
-        launcher = (f"import sys; sys.path.insert(0, {str(PACKAGE_ROOT)!r}); "
-                    "from ident3d.sandbox.child import main; sys.exit(main())")
-        debug = "IDENT3D_SANDBOX_DEBUG" in os.environ
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", launcher, json.dumps(settings)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=None if debug else subprocess.DEVNULL, cwd=self.temp,
-            env=_child_environment(self.temp), close_fds=True, start_new_session=True)
-        os.set_blocking(self.process.stdin.fileno(), False)
+        self.process, self.temp = spawn.take()
         self.stage = "loading the model"
+        warm_up = wire.pack_settings(settings, warm_up_archive())  # built while the child imports torch
         deadline = time.monotonic() + self.limits.load_seconds
-        self._send(wire.WARM_UP, warm_up_archive(), deadline, self.limits.load_seconds)
+        self._send(wire.WARM_UP, warm_up, deadline, self.limits.load_seconds)
         self._send(wire.MODEL, data, deadline, self.limits.load_seconds)
         del data
         tag, payload = self._receive(1 << 16, deadline, self.limits.load_seconds)
@@ -220,14 +203,23 @@ class SandboxedModel:
 
     # -- the model interface ------------------------------------------------------------------
     def __call__(self, x: torch.Tensor) -> np.ndarray:
+        self.submit(x)
+        return self.collect()
+
+    def submit(self, x: torch.Tensor) -> None:
+        """Send a batch; ``collect()`` returns its features. Between the two the caller may prepare
+        the next batch while the model computes (one batch in flight, so no pipe can fill up)."""
         if self.process is None:
             raise SubmissionError(f"{self.path}: the sandbox was already closed")
         batch = x.detach().to("cpu", torch.float32).numpy()
         self.stage = f"encoding a batch of {len(batch)} images of shape {tuple(batch.shape[1:])}"
-        deadline = time.monotonic() + self.limits.batch_seconds
-        self._send(wire.BATCH, wire.pack_array(batch), deadline, self.limits.batch_seconds)
-        cap = len(batch) * self.limits.reader.max_feature_dim * 4 + 4096
-        tag, payload = self._receive(cap, deadline, self.limits.batch_seconds)
+        self.in_flight = len(batch)
+        self.deadline = time.monotonic() + self.limits.batch_seconds
+        self._send(wire.BATCH, wire.pack_array(batch), self.deadline, self.limits.batch_seconds)
+
+    def collect(self) -> np.ndarray:
+        cap = self.in_flight * self.limits.reader.max_feature_dim * 4 + 4096
+        tag, payload = self._receive(cap, self.deadline, self.limits.batch_seconds)
         if tag != wire.FEATURES:
             self._fail(tag, payload)
         try:
@@ -236,10 +228,10 @@ class SandboxedModel:
             self.close()
             raise SubmissionError(f"{self.path}: the sandbox sent malformed features ({error}). "
                                   f"{FIX_RUN}") from None
-        if h.shape[0] != len(batch):
+        if h.shape[0] != self.in_flight:
             self.close()
             raise SubmissionError(f"{self.path}: the model returned {h.shape[0]} rows for a batch of "
-                                  f"{len(batch)} images. {FIX_RUN}")
+                                  f"{self.in_flight} images. {FIX_RUN}")
         return h
 
     def check_reproducible(self, images: torch.Tensor) -> None:
@@ -266,7 +258,8 @@ class SandboxedModel:
                     stream.close()
                 except OSError:
                     pass
-        shutil.rmtree(self.temp, ignore_errors=True)
+        if self.temp is not None:
+            shutil.rmtree(self.temp, ignore_errors=True)
 
     def __enter__(self) -> SandboxedModel:
         return self
@@ -275,5 +268,6 @@ class SandboxedModel:
         self.close()
 
     def __del__(self) -> None:
-        if getattr(self, "process", None) is not None:
-            self.close()
+        process = getattr(self, "process", None)
+        if process is not None and process.poll() is None:
+            process.kill()  # at interpreter exit: no goodbye message, just stop it

@@ -72,6 +72,16 @@ def receive(fd: int, max_bytes: int, deadline: float | None = None) -> tuple[byt
     return tag, _read_exact(fd, size, deadline)
 
 
+def pack_settings(settings: dict, archive: bytes) -> bytes:
+    header = json.dumps(settings).encode()
+    return struct.pack("<I", len(header)) + header + archive
+
+
+def unpack_settings(payload: bytes) -> tuple[dict, bytes]:
+    (length,) = struct.unpack_from("<I", payload)
+    return json.loads(payload[4:4 + length]), payload[4 + length:]
+
+
 def pack_array(array: np.ndarray) -> bytes:
     array = np.ascontiguousarray(array, dtype=np.float32)
     header = json.dumps({"dtype": "float32", "shape": list(array.shape)}).encode()
