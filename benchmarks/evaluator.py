@@ -29,7 +29,9 @@ from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.evaluation import score
 from ident3d.inference import Runner
-from ident3d.submissions import check_features, load_submission
+from ident3d.sandbox.loading import program_module
+from ident3d.sandbox.pt2_reader import read_archive
+from ident3d.submissions import check_features
 from ident3d.synthetic import write_synthetic_split
 
 BATCH = 128
@@ -77,7 +79,8 @@ def encoding_table(n_images: int) -> None:
         dataset = ThreeDIdent(tmp, "test")
         torch.manual_seed(0)
         export_program(torchvision.models.resnet18(num_classes=10), Path(tmp) / "encoder.pt2", 224)
-        model = load_submission(Path(tmp) / "encoder.pt2").model
+        # the rebuild the sandbox runs, here in-process: the rows compare ways of running one model
+        model = program_module(read_archive((Path(tmp) / "encoder.pt2").read_bytes()))
         z = dataset.latents.astype(np.float64)
         cpu = torch.device("cpu")
         rows = [("plain loop (eager, contiguous; the evaluator before)", lambda: model, False),
