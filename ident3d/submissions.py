@@ -7,7 +7,6 @@ ever sees image batches. ``.npy`` embeddings are read as data and marked self-re
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import numpy as np
 
 from ident3d.atomic import sha256_file
 from ident3d.errors import SubmissionError
-from ident3d.readers import is_real_numeric, read_array
+from ident3d.readers import SAFETENSORS_MAX_HEADER, is_real_numeric, read_array, safetensors_header
 from ident3d.registry import known
 from ident3d.sandbox.host import SandboxedModel
 from ident3d.sandbox.limits import SandboxLimits
@@ -49,6 +48,10 @@ def load_submission(path: Path, arch: str | None = None, device: str = "cpu", ba
                     limits: SandboxLimits | None = None) -> Submission:
     """A submission ready to score; models are started in the sandbox (close() stops it)."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        raise SubmissionError(f"{path}: not a regular file (a folder, FIFO, device or socket). Fix: pass "
+                              "the path of your exported encoder (.pt2), weights (.safetensors) or "
+                              "embeddings (.npy).")
     if not path.is_file():
         raise SubmissionError(f"{path}: no such file. Fix: pass the path of your exported encoder "
                               "(.pt2), weights (.safetensors) or embeddings (.npy).")
@@ -78,16 +81,12 @@ def _safetensors_arch(path: Path, arch: str | None) -> str:
     """The architecture to load the weights into: --arch, else the file's metadata; registered."""
     with path.open("rb") as f:
         head = f.read(8)
-        size = int.from_bytes(head, "little") if len(head) == 8 else -1
-        header_bytes = f.read(size) if 0 < size <= 100 << 20 else b""
+        head += f.read(min(int.from_bytes(head, "little"), SAFETENSORS_MAX_HEADER)) if len(head) == 8 else b""
     try:
-        header = json.loads(header_bytes, parse_constant=_refuse_constant)
-        metadata = header.get("__metadata__") or {}
-        named = metadata.get("arch")
-    except (ValueError, RecursionError, AttributeError):
-        raise SubmissionError(f"{path}: not a readable safetensors file (its header is not a JSON "
-                              "object). Fix: save the weights with safetensors.torch.save_file."
-                              ) from None
+        named = safetensors_header(head).get("__metadata__", {}).get("arch")
+    except ValueError as error:
+        raise SubmissionError(f"{path}: not a readable safetensors file ({error}). Fix: save the "
+                              "weights with safetensors.torch.save_file.") from None
     arch = arch or (named if isinstance(named, str) else None)
     if not arch:
         raise SubmissionError(f"{path}: safetensors weights need --arch NAME (the file's metadata "
@@ -97,10 +96,6 @@ def _safetensors_arch(path: Path, arch: str | None) -> str:
                               f"{', '.join(known()) or 'none'}). Fix: use a registered name, or export "
                               "the model to .pt2.")
     return arch
-
-
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not allowed in the config")
 
 
 def check_features(h: np.ndarray, n: int, source: str) -> np.ndarray:

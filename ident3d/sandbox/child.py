@@ -47,7 +47,7 @@ def _warm_up(archive: bytes, device: str, arch: str | None) -> None:
             pass
 
 
-def _report(fd: int, stage: str, error: BaseException) -> None:
+def _report(fd: int, error: BaseException) -> None:
     from ident3d.sandbox import wire
     from ident3d.sandbox.loading import LoadRefused
     from ident3d.sandbox.pt2_reader import ArchiveRefused
@@ -57,7 +57,7 @@ def _report(fd: int, stage: str, error: BaseException) -> None:
     memory = isinstance(error, MemoryError) or "can't allocate memory" in text or (
         "DefaultCPUAllocator" in text)
     kind = "refused" if ours else "memory" if memory else "raised"
-    message = {"stage": stage, "kind": kind, "type": type(error).__name__[:60],
+    message = {"kind": kind, "type": type(error).__name__[:60],
                "text": text[:2000] if ours else text[:200]}
     try:
         wire.send(fd, wire.FAILED, json.dumps(message).encode())
@@ -68,7 +68,6 @@ def _report(fd: int, stage: str, error: BaseException) -> None:
 def main() -> int:
     protocol = os.dup(PROTOCOL_FD)
     os.dup2(2, PROTOCOL_FD)  # stray prints go where stderr goes (nowhere), never into the protocol
-    stage = "start"
     try:
         import torch
         import torch._export.serde.serialize  # noqa: F401 - the slow imports, before the settings arrive
@@ -88,7 +87,6 @@ def main() -> int:
         device = torch.device(settings["device"])
         _warm_up(archive, settings["device"], settings.get("arch"))
         status = lockdown.lock_down(lockdown.Lockdown(settings["memory_bytes"], settings["cpu_seconds"]))
-        stage = "load"
         limits = Limits(**settings["reader"])
         tag, data = wire.receive(0, settings["max_model_bytes"])
         if tag != wire.MODEL:
@@ -101,7 +99,6 @@ def main() -> int:
         parameters = sum(p.numel() for p in model.parameters())
         run = Runner(model, device, settings["batch_size"])
         wire.send(protocol, wire.READY, json.dumps({"parameters": parameters, "lockdown": status}).encode())
-        stage = "run"
         while True:
             tag, payload = wire.receive(0, settings["max_batch_bytes"])
             if tag != wire.BATCH:
@@ -125,7 +122,7 @@ def main() -> int:
     except BaseException as error:  # noqa: BLE001 - every failure becomes one message to the parent
         if os.environ.get("IDENT3D_SANDBOX_DEBUG"):
             traceback.print_exc()
-        _report(protocol, stage, error)
+        _report(protocol, error)
         return 1
 
 

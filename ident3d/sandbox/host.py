@@ -110,13 +110,12 @@ class SandboxedModel:
         self.in_flight, self.deadline = 0, 0.0  # the batch sent and not yet collected
         self.process: subprocess.Popen | None = None
         self.temp: str | None = None
-        size = self.path.stat().st_size
-        if size > self.limits.reader.max_file_bytes:
-            self.close()
-            raise SubmissionError(f"{self.path}: {size} bytes is above the cap of "
-                                  f"{self.limits.reader.max_file_bytes} for a model file. Fix: submit a "
-                                  "smaller model, or a maintainer raises the cap (docs/submissions.md).")
-        data = self.path.read_bytes()
+        with self.path.open("rb") as f:
+            data = f.read(self.limits.reader.max_file_bytes + 1)
+        if len(data) > self.limits.reader.max_file_bytes:
+            raise SubmissionError(f"{self.path}: more than {self.limits.reader.max_file_bytes} bytes, the "
+                                  "cap for a model file. Fix: submit a smaller model, or a maintainer "
+                                  "raises the cap (docs/submissions.md).")
         if kind == "exported-program":
             try:
                 read_archive(data, self.limits.reader)  # refused files never reach torch
@@ -140,9 +139,12 @@ class SandboxedModel:
         tag, payload = self._receive(1 << 16, deadline, self.limits.load_seconds)
         if tag != wire.READY:
             self._fail(tag, payload)
-        info = json.loads(payload)
-        self.parameters = int(info.get("parameters", 0))
-        self.lockdown = {str(k)[:20]: str(v)[:120] for k, v in dict(info.get("lockdown", {})).items()}
+        try:
+            info = json.loads(payload)
+            self.parameters = int(info["parameters"])
+            self.lockdown = {str(k)[:20]: str(v)[:120] for k, v in dict(info["lockdown"]).items()}
+        except (ValueError, TypeError, KeyError):
+            self._fail(b"?", b"")  # not what our child sends: treated as a broken sandbox
 
     # -- talking to the child -------------------------------------------------------------------
     def _send(self, tag: bytes, payload: bytes, deadline: float, seconds: float) -> None:
@@ -161,8 +163,9 @@ class SandboxedModel:
         """The pipe broke or timed out: say what happened to the process, then stop it."""
         if why == "timeout":
             self.close()
+            flag = " (--time-limit)" if self.stage.startswith("encoding") else ""
             raise SubmissionError(f"{self.path}: the model took longer than {seconds:g} s while "
-                                  f"{self.stage} and was stopped (--time-limit). {FIX_RUN}")
+                                  f"{self.stage} and was stopped{flag}. {FIX_RUN}")
         try:
             code = self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:

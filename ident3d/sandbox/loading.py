@@ -10,7 +10,6 @@ architecture registered by an installed package.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import operator
 import pickle
@@ -19,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ident3d.readers import parse_json, safetensors_header
 from ident3d.sandbox import operators
 from ident3d.sandbox.pt2_reader import CheckedArchive, TensorRecord
 
@@ -109,13 +109,16 @@ def safetensors_module(data: bytes, arch: str | None, max_parameters: int) -> to
 
     from ident3d.registry import build
 
-    header = _safetensors_header(data)
+    try:
+        header = safetensors_header(data)
+    except ValueError as error:
+        raise LoadRefused(f"not a safetensors file ({error})") from None
     metadata = header.get("__metadata__") or {}
     arch = arch or metadata.get("arch")
     if not isinstance(arch, str) or not arch:
         raise LoadRefused("safetensors weights need --arch NAME (the file's metadata names none)")
     try:
-        config = json.loads(metadata.get("config", "{}"), parse_constant=_no_constant)
+        config = parse_json(metadata.get("config", "{}"))
     except (ValueError, RecursionError):
         raise LoadRefused("the metadata field 'config' is not a JSON object") from None
     if not isinstance(config, dict):
@@ -135,22 +138,3 @@ def safetensors_module(data: bytes, arch: str | None, max_parameters: int) -> to
         first = " ".join(str(error).strip().splitlines()[0:2])
         raise LoadRefused(f"the weights do not fit architecture {arch!r}: {first[:300]}") from None
     return model
-
-
-def _safetensors_header(data: bytes) -> dict[str, Any]:
-    if len(data) < 8:
-        raise LoadRefused("not a safetensors file (shorter than its header length)")
-    size = int.from_bytes(data[:8], "little")
-    if size > min(len(data) - 8, 100 << 20):
-        raise LoadRefused("not a safetensors file (header length beyond the file)")
-    try:
-        header = json.loads(data[8:8 + size], parse_constant=_no_constant)
-    except (ValueError, RecursionError, UnicodeDecodeError):
-        raise LoadRefused("not a safetensors file (the header is not JSON)") from None
-    if not isinstance(header, dict):
-        raise LoadRefused("not a safetensors file (the header is not a JSON object)")
-    return header
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")

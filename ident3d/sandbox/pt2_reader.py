@@ -32,6 +32,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from ident3d.readers import parse_json
 from ident3d.sandbox import operators
 from ident3d.sandbox.limits import Limits
 from ident3d.sandbox.shapes import ShapeExpressionError, canonical_expression, is_symbol_name
@@ -62,6 +63,7 @@ SAMPLE_PICKLE_GLOBALS = {("torch._utils", "_rebuild_tensor_v2"), ("torch._utils"
                          ("torch._utils", "_rebuild_tensor"), ("collections", "OrderedDict"),
                          ("torch", "Size"), ("torch", "device")}
 SAMPLE_STORAGE = re.compile(r"(Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Storage")
+SAMPLE_PICKLE_BYTES = 16 << 20
 UNSAFE_OPCODES = {"STACK_GLOBAL", "INST", "OBJ", "NEWOBJ", "NEWOBJ_EX", "EXT1", "EXT2", "EXT4", "BUILD",
                   "PERSID"}
 
@@ -173,9 +175,14 @@ def pickle_problems(data: bytes) -> list[str]:
 def _check_sample_inputs(name: str, data: bytes) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as inner:
-            blobs = {m: inner.read(m) for m in inner.namelist() if m.endswith(".pkl")}
+            pickles = [i for i in inner.infolist() if i.filename.endswith(".pkl")]
+            too_large = any(i.file_size > SAMPLE_PICKLE_BYTES for i in pickles)
+            blobs = {} if too_large else {i.filename: inner.read(i) for i in pickles}
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError):
-        blobs = {name: data}
+        too_large, blobs = False, {name: data}
+    if too_large:
+        raise ArchiveRefused(f"member {name!r} holds a pickle larger than {SAMPLE_PICKLE_BYTES} bytes "
+                             "once unpacked")
     for member, blob in blobs.items():
         problems = pickle_problems(blob)
         if problems:
@@ -183,11 +190,8 @@ def _check_sample_inputs(name: str, data: bytes) -> None:
 
 
 def _json(raw: bytes, what: str) -> Any:
-    def refuse_constant(name: str) -> None:
-        raise ValueError(f"{name} is not valid JSON")
-
     try:
-        return json.loads(raw, parse_constant=refuse_constant)
+        return parse_json(raw)
     except (ValueError, RecursionError, UnicodeDecodeError) as error:
         raise ArchiveRefused(f"member {what!r} is not JSON ({str(error)[:80]})") from None
 
