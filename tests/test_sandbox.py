@@ -469,3 +469,38 @@ def test_text_from_the_model_is_quoted_never_obeyed():
     quoted = excerpt(text)
     assert "\n" not in quoted and "\x1b" not in quoted and len(quoted) < 140
     assert quoted.startswith("'") and quoted.endswith("...'")
+
+
+def test_json_of_any_shape_is_refused_in_our_words_never_an_internal_error(world, tmp_path):
+    """Every field of a real export's program replaced by a value of another type: the reader
+    either accepts the file (the sandbox then contains whatever torch makes of it) or refuses it
+    with ArchiveRefused, never with another exception."""
+    from ident3d.sandbox.pt2_reader import ArchiveRefused, read_archive
+
+    clean = world["clean"]
+    with zipfile.ZipFile(clean) as archive:
+        member = next(n for n in archive.namelist() if n.endswith("models/model.json"))
+        document = json.loads(archive.read(member))
+
+    def paths(node, prefix=()):
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            yield (*prefix, key)
+            yield from paths(value, (*prefix, key))
+
+    rng = np.random.default_rng(0)
+    every = list(paths(document))
+    junk = [None, 1, -1, "x", [], {}, [1], {"a": 1}, 1.5, True]
+    for _ in range(200):
+        where = every[rng.integers(len(every))]
+        changed = json.loads(json.dumps(document))
+        node = changed
+        for key in where[:-1]:
+            node = node[key]
+        node[where[-1]] = junk[rng.integers(len(junk))]
+        crafted = rewrite_zip(clean, tmp_path / "fuzz.pt2",
+                              {"models/model.json": json.dumps(changed).encode()})
+        try:
+            read_archive(crafted.read_bytes())
+        except ArchiveRefused:
+            pass

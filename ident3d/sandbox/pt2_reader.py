@@ -29,6 +29,7 @@ import math
 import pickletools
 import re
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,12 +93,10 @@ class CheckedArchive:
     parameters: int = 0
 
 
-def is_identifier_path(text: object, allow_empty: bool = False) -> bool:
+def is_identifier_path(text: object) -> bool:
     """``layer1.0.conv1.weight``: identifiers and indices joined by dots, no dunder, no keyword."""
-    if not isinstance(text, str) or len(text) > 256:
+    if not isinstance(text, str) or not 0 < len(text) <= 256:
         return False
-    if text == "":
-        return allow_empty
     for part in text.split("."):
         if part.isdigit() and len(part) <= 6:
             continue
@@ -112,7 +111,7 @@ def _members(archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
     if not infos:
         raise ArchiveRefused("the archive is empty")
     names = [info.filename for info in infos]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
     if duplicates:
         raise ArchiveRefused(f"member {duplicates[0]!r} appears more than once (which copy is read "
                              "depends on the reader)")
@@ -411,7 +410,15 @@ def _check_program(document: Any) -> dict[str, Any]:
 
 def read_archive(data: bytes, limits: Limits | None = None) -> CheckedArchive:
     """Check an archive's bytes; raises ArchiveRefused naming the first rule it breaks."""
-    limits = limits or Limits()
+    try:
+        return _read_archive(data, limits or Limits())
+    except (AttributeError, TypeError, KeyError, IndexError, RecursionError) as error:
+        # JSON of the wrong shape somewhere the checks expected an object, list or number
+        raise ArchiveRefused(f"the archive's JSON does not have the structure of a torch.export program "
+                             f"({type(error).__name__})") from None
+
+
+def _read_archive(data: bytes, limits: Limits) -> CheckedArchive:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
