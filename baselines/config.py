@@ -16,10 +16,17 @@ from baselines.losses import LOSSES
 from baselines.models import OUTPUT_SPACES, STEMS
 from baselines.positives import SOURCES
 from ident3d.errors import TrainingError
+from ident3d.readers import read_regular
 
 # Values that may change when a run is resumed; every other field must match the saved config.
 RESUMABLE_CHANGES = frozenset({"iterations", "device", "workers", "compile", "log_every", "eval_every",
                                "checkpoint_every"})
+
+# Integer settings and the largest value that is still a training run (not a typo or an attack
+# that allocates a billion-wide layer); the lower bound is 1, 0 for the seed.
+UPPER_BOUNDS = {"iterations": 10**9, "batch_size": 1 << 16, "log_every": 10**9, "checkpoint_every": 10**9,
+                "latent_dim": 4096, "seed": 2**63 - 1}
+MAX_CONFIG_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -69,9 +76,11 @@ class TrainConfig:
             if getattr(self, name) not in allowed:
                 raise TrainingError(f"config {name} = {getattr(self, name)!r}; expected one of "
                                     f"{', '.join(allowed)}")
-        for name in ("iterations", "batch_size", "log_every", "checkpoint_every", "latent_dim"):
-            if getattr(self, name) < 1:
-                raise TrainingError(f"config {name} = {getattr(self, name)}; expected a positive integer")
+        for name, high in UPPER_BOUNDS.items():
+            low = 0 if name == "seed" else 1
+            if not low <= getattr(self, name) <= high:
+                raise TrainingError(f"config {name} = {getattr(self, name)}; expected an integer from "
+                                    f"{low} to {high:,}")
         for name in ("lr", "loss_lr", "tau", "p"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
@@ -126,8 +135,8 @@ def _coerce(values: dict[str, Any], source: str) -> dict[str, Any]:
 def read_config_file(path: Path) -> dict[str, Any]:
     """Settings from a user's TOML file (same keys as a preset), checked."""
     try:
-        values = tomllib.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        values = tomllib.loads(read_regular(Path(path), MAX_CONFIG_BYTES).decode())
+    except (OSError, ValueError) as error:  # ValueError: too large, not UTF-8, not TOML
         raise TrainingError(f"{path}: not a readable TOML config ({error}). Fix: write key = value "
                             "lines with the keys of baselines/presets/*.toml.") from None
     return _coerce(values, str(path))

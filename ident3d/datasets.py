@@ -17,7 +17,7 @@ from ident3d.captions import captions
 from ident3d.errors import DatasetError, LatentError
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import channel_stats, read_manifest
-from ident3d.readers import read_array
+from ident3d.readers import open_image, read_array, read_regular
 from ident3d.variants import split_variant
 
 MAX_CAPTION_BYTES = 1000  # per image: a caption is one sentence
@@ -79,10 +79,11 @@ class ThreeDIdent(VisionDataset):
         path = self.layout.captions
         if not path.exists():
             return captions(self.variant_spec.scene_params(self.latents))
-        if path.stat().st_size > MAX_CAPTION_BYTES * len(self):
-            raise DatasetError(f"{path}: larger than {MAX_CAPTION_BYTES} bytes per image, not this split's "
-                               f"captions. Fix: delete it (captions are remade from the latents).")
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        try:  # at most MAX_CAPTION_BYTES per image
+            lines = read_regular(path, MAX_CAPTION_BYTES * len(self)).decode("utf-8", "replace").splitlines()
+        except (OSError, ValueError) as error:
+            raise DatasetError(f"{path}: not this split's captions ({error}). Fix: delete it (captions "
+                               "are remade from the latents).") from None
         if len(lines) != len(self):
             raise DatasetError(f"{path}: {len(lines)} lines for {len(self)} images. Fix: delete it "
                                "(captions are remade from the latents).")
@@ -120,7 +121,7 @@ class ThreeDIdent(VisionDataset):
             return np.asarray(self._packed_array()[index])
         path = self.image_path(index)
         try:
-            with Image.open(path) as im:
+            with open_image(path) as im:
                 return np.asarray(im.convert("RGB"))
         except FileNotFoundError:
             raise DatasetError(f"{path} is missing. Fix: {self.layout.repair_command()}") from None

@@ -9,7 +9,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ident3d.errors import DatasetError
-from ident3d.readers import read_json
+from ident3d.readers import open_image, read_json
 from ident3d.variants import Variant, get_variant, manifest_fields
 
 MANIFEST_FORMAT = 1
@@ -66,7 +66,7 @@ def channel_stats(paths: list[Path]) -> tuple[list[float], list[float]]:
     count = 0
     for path in paths:
         try:
-            with Image.open(path) as im:
+            with open_image(path) as im:
                 pixels = np.asarray(im.convert("RGB"), dtype=np.float64).reshape(-1, 3) / 255.0
         except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as error:
             raise DatasetError(f"{path} cannot be decoded ({error}). Fix: re-render or re-download "

@@ -1,35 +1,124 @@
-"""Read ``.npy`` and JSON files that may be empty, truncated, pickled or crafted, with one clear error."""
+"""Read files that may be empty, truncated, pickled, crafted or not files at all, with one clear error.
+
+Every reader opens only regular files: a FIFO, a device or a socket named like a data file is
+refused by name instead of blocking the command forever (``open_regular``).
+"""
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
+from PIL import Image
 
 from ident3d.errors import Ident3dError
+
+MAX_JSON_BYTES = 64 << 20  # manifests, results, entries, records: far larger is not ours
+
+
+class NotRegularFile(OSError):
+    """A path that exists but is a FIFO, device, socket or folder where a file was expected."""
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open ``path`` for binary reading only if it is a regular file (symlinks to one are fine).
+
+    Never blocks: the file is opened non-blocking and checked with ``fstat`` before a byte is read.
+    Raises FileNotFoundError, NotRegularFile (naming what it is instead) or another OSError.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise NotRegularFile(f"is {kind}, not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@contextmanager
+def open_image(path: Path) -> Iterator[Image.Image]:
+    """A PIL image of a regular file (decoded lazily, like ``Image.open``)."""
+    with open_regular(path) as f, Image.open(f) as image:
+        yield image
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (ValueError if larger)."""
+    with open_regular(path) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit:,} bytes")
+    return data
+
+
+def _check_npy_header(f: BinaryIO) -> None:
+    """Refuse, before loading, a header that claims objects or more bytes than the file holds."""
+    version = np.lib.format.read_magic(f)
+    read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                   (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+    if read_header is None:
+        raise ValueError(f".npy format version {version} is not supported")
+    shape, _, dtype = read_header(f)
+    if dtype.hasobject:
+        raise ValueError("it holds Python objects (a pickle), which are never loaded")
+    claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    start = f.tell()
+    available = f.seek(0, os.SEEK_END) - start
+    if claimed > available:
+        raise ValueError(f"the header claims {shape} {dtype} ({claimed:,} bytes) but the file holds "
+                         f"{available:,}")
+    f.seek(0)
 
 
 def read_array(path: Path, error: type[Ident3dError], fix: str, mmap: bool = False) -> np.ndarray:
     """``np.load`` without pickles; any failure becomes ``error`` naming the file and ``fix``."""
     path = Path(path)
     try:
-        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        with open_regular(path) as f:
+            _check_npy_header(f)
+            array = None if mmap else np.load(f, allow_pickle=False)
+        if mmap:  # numpy maps only a named file; it was just shown to be a regular one
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
         raise error(f"{path}: no such file. Fix: {fix}") from None
-    except (OSError, ValueError, EOFError, SyntaxError) as exc:  # SyntaxError: a crafted header
+    except (OSError, ValueError, EOFError, SyntaxError, MemoryError) as exc:  # SyntaxError: a crafted header
         raise error(f"{path}: not a readable .npy array ({exc}). Fix: {fix}") from None
     if not isinstance(array, np.ndarray):
         raise error(f"{path}: holds {type(array).__name__}, expected one array. Fix: {fix}")
     return array
 
 
+def load_npy_bytes(data: bytes) -> np.ndarray:
+    """An array from the bytes of one ``.npy`` file (an archive member); ValueError if it is not one."""
+    buffer = io.BytesIO(data)
+    try:
+        _check_npy_header(buffer)
+        return np.load(buffer, allow_pickle=False)
+    except (OSError, EOFError, SyntaxError, MemoryError) as error:
+        raise ValueError(str(error)) from None
+
+
 def read_json(path: Path, error: type[Ident3dError], fix: str) -> Any:
     """A JSON document (NaN and Infinity refused); any failure becomes ``error`` naming the file."""
     path = Path(path)
     try:
-        return parse_json(path.read_bytes())
+        return parse_json(read_regular(path, MAX_JSON_BYTES))
     except FileNotFoundError:
         raise error(f"{path}: no such file. Fix: {fix}") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError covers bad JSON and UTF-8

@@ -1,32 +1,39 @@
 """Benchmark tracks: named, versioned test data, so that any two results can be compared.
 
-The tracks are data (``ident3d/tracks.toml``). A split *is* a track's split only when it verifies:
-for a rendered track, the latents are bit-identical (sha256), the variant and every pixel setting
-are equal and the pixel fingerprint is within the track's tolerance; for the published track,
-``ident3d download`` fetched it from the pinned Zenodo archive and its latents are still that
-archive's. Every other split is ``custom:<hash>``: a hash of its latents, variant and pixel settings,
-so results on equal data share a key and results on different data never do (docs/tracks.md).
+The tracks are data (``ident3d/tracks.toml``). A split *is* a track's split only when its content
+says so, never a record a user can write: for a rendered track, the latents are bit-identical
+(sha256), the variant spec has the track's content hash, every pixel setting is equal, the pixel
+fingerprint is within the track's tolerance, and a random sample of its images, re-rendered at
+verify time, matches; for the published track, a content hash over all its files equals the pinned
+one. Every other split is ``custom:<hash>``: a hash of its latents, variant and pixel settings, so
+results on equal data share a key and results on different data never do (docs/tracks.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from ident3d.atomic import sha256_array
-from ident3d.errors import DatasetError, Ident3dError
-from ident3d.layout import SplitLayout
+from ident3d.errors import DatasetError, Ident3dError, LatentError
+from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import channel_stats, read_manifest
-from ident3d.readers import read_array
+from ident3d.readers import open_image, open_regular, read_array
+from ident3d.variants import Variant, get_variant, split_variant
 
 PUBLISHED = "3dident-published"
+QUICK_RECHECK_IMAGES = 4  # images `verify --quick` re-renders (the full check: the track's recheck.images)
 
 
 class TrackError(Ident3dError):
@@ -40,6 +47,7 @@ class SplitSpec:
     latents_sha256: str | None = None
     archive: str | None = None  # published tracks: the archive ``ident3d download`` fetches
     md5: str | None = None
+    content_sha256: str | None = None  # published tracks: ``content_sha256`` of the extracted split
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,7 @@ class Track:
     splits: dict[str, SplitSpec]
     render: dict[str, Any] = field(default_factory=dict)
     fingerprint: dict[str, Any] = field(default_factory=dict)
+    recheck: dict[str, Any] = field(default_factory=dict)  # images re-rendered at verify, tolerance
     render_s_per_image: float | None = None
     bytes_per_image: int | None = None
 
@@ -155,15 +164,17 @@ def fingerprint(layout: SplitLayout, images: int, padding: int) -> tuple[list[fl
     return channel_stats(paths)
 
 
-def differences(track: Track, layout: SplitLayout) -> list[str]:
-    """Everything that keeps ``layout`` from being ``track``'s split of that name; [] = verified."""
+def differences(track: Track, layout: SplitLayout, *, quick: bool = False) -> list[str]:
+    """Everything that keeps ``layout`` from being ``track``'s split of that name; [] = verified.
+
+    ``quick`` re-renders a handful of images instead of the track's full sample."""
     spec = track.split(layout.split)
     try:
         latents = read_array(layout.raw_latents, DatasetError, layout.repair_command())
     except DatasetError as error:
         return [str(error)]
     if track.source == "download":
-        return _download_differences(track, spec, layout, latents)
+        return _published_differences(spec, layout)
     found = []
     if len(latents) != spec.n:
         found.append(f"size: {len(latents)} images, the track has {spec.n}")
@@ -173,24 +184,47 @@ def differences(track: Track, layout: SplitLayout) -> list[str]:
                      f"(uniform, seed {spec.seed}, n {spec.n})")
     if not layout.manifest.exists():
         return [*found, f"{layout.manifest}: missing, so variant and render settings are unknown"]
-    manifest = read_manifest(layout.manifest)
-    if manifest.get("variant") != track.variant:
-        found.append(f"variant: {manifest.get('variant')!r}, the track's is {track.variant!r}")
+    try:
+        manifest = read_manifest(layout.manifest)
+        variant = split_variant(manifest)
+    except (DatasetError, LatentError) as error:
+        return [*found, str(error)]
+    want = get_variant(track.variant)
+    if spec_sha256(variant) != spec_sha256(want):
+        same_name = " (a different spec under the same name)" if variant.name == want.name else ""
+        found.append(f"variant: {variant.name!r}{same_name}, the track's is the built-in {want.name!r} "
+                     f"(spec sha256 {spec_sha256(want)[:12]}...)")
     settings = dict(manifest.get("render_settings") or {})
     settings.pop("device", None)
-    for key, want in track.pixel_settings().items():
-        if settings.get(key) != want:
-            found.append(f"render setting {key}: {settings.get(key)!r}, the track's is {want!r}")
+    for key, value in track.pixel_settings().items():
+        if settings.get(key) != value:
+            found.append(f"render setting {key}: {settings.get(key)!r}, the track's is {value!r}")
     if found:
         return found
-    return _fingerprint_differences(track, layout, manifest["padding"])
+    padding = manifest.get("padding")
+    if not isinstance(padding, int) or isinstance(padding, bool) or padding != padding_width(spec.n):
+        return [f"{layout.manifest}: padding {padding!r}, the track's images are named with "
+                f"{padding_width(spec.n)} digits"]
+    found = _fingerprint_differences(track, layout, padding)
+    if found:
+        return found
+    count = QUICK_RECHECK_IMAGES if quick else track.recheck.get("images", 0)
+    return _rerender_differences(track, layout, latents, padding, count)
+
+
+def spec_sha256(variant: Variant) -> str:
+    """A variant's content hash: its resolved spec as canonical JSON (the name alone proves nothing)."""
+    return hashlib.sha256(json.dumps(variant.to_dict(), sort_keys=True).encode()).hexdigest()
 
 
 def _fingerprint_differences(track: Track, layout: SplitLayout, padding: int) -> list[str]:
     print_ = track.fingerprint
     if not print_.get("mean"):
         return []
-    mean, std = fingerprint(layout, print_["images"], padding)
+    try:
+        mean, std = fingerprint(layout, print_["images"], padding)
+    except DatasetError as error:
+        return [str(error)]
     worst = float(np.max(np.abs(np.r_[mean, std] - np.r_[print_["mean"], print_["std"]])))
     if worst > print_["tolerance"]:
         return [f"pixels: the first {print_['images']} images differ from the track's fingerprint by "
@@ -199,27 +233,70 @@ def _fingerprint_differences(track: Track, layout: SplitLayout, padding: int) ->
     return []
 
 
-def _download_differences(track: Track, spec: SplitSpec, layout: SplitLayout,
-                          latents: np.ndarray) -> list[str]:
-    from ident3d.atomic import sha256_file
-    from ident3d.readers import read_json
-
-    if not layout.download_record.exists():
-        return [f"{layout.folder}: not fetched by `ident3d download` (no {layout.download_record.name}), "
-                f"so it cannot be shown to be the published data"]
+def _rerender_differences(track: Track, layout: SplitLayout, latents: np.ndarray, padding: int,
+                          count: int) -> list[str]:
+    """Re-render ``count`` images drawn at random now (fresh entropy, so nobody can know which) and
+    compare each with the split's file: mean absolute difference within the track's tolerance."""
+    if count <= 0:
+        return []
+    picks = np.sort(np.random.default_rng().choice(len(latents), size=min(count, len(latents)),
+                                                   replace=False))
+    tolerance = track.recheck["tolerance"]
     try:
-        record = read_json(layout.download_record, DatasetError, layout.repair_command())
-        md5, want = record["md5"], record["files"]["raw_latents.npy"]
-    except (DatasetError, KeyError, TypeError) as error:
-        return [f"{layout.download_record}: not a download record ({error})"]
-    found = []
-    if md5 != spec.md5:
-        found.append(f"archive: MD5 {md5}, the published {spec.archive} has {spec.md5}")
-    if sha256_file(layout.raw_latents) != want:
-        found.append(f"{layout.raw_latents}: changed since it was downloaded")
-    if len(latents) != spec.n:
-        found.append(f"size: {len(latents)} images, the published split has {spec.n}")
-    return found
+        from render.job import render_rows
+        from render.settings import track_settings
+    except ImportError as error:
+        return [f"pixels: cannot re-render a sample to compare with ({error}). Fix: pip install "
+                "'ident3d[render]'"]
+    with tempfile.TemporaryDirectory(prefix="ident3d-recheck-") as scratch:
+        fresh = render_rows(get_variant(track.variant), track_settings(track), latents[picks],
+                            Path(scratch), workers=min(2, len(picks)))
+        worst = (0.0, "")
+        for index, path in zip(picks, fresh, strict=True):
+            name = layout.image(int(index), padding).name
+            try:
+                with open_image(layout.image(int(index), padding)) as im:
+                    mine = np.asarray(im.convert("RGB"), dtype=np.float64)
+            except (OSError, ValueError, Image.DecompressionBombError) as error:
+                return [f"pixels: {name} cannot be decoded ({error})"]
+            with open_image(path) as im:
+                made = np.asarray(im.convert("RGB"), dtype=np.float64)
+            gap = float(np.abs(mine - made).mean()) if mine.shape == made.shape else math.inf
+            worst = max(worst, (gap, name))
+    if worst[0] > tolerance:
+        return [f"pixels: {worst[1]} differs from a fresh render of its latents by {worst[0]:.2f} grey "
+                f"levels on average (tolerance {tolerance}; {len(picks)} images drawn at random and "
+                "re-rendered): these are not the track's images"]
+    return []
+
+
+def content_sha256(layout: SplitLayout, n: int) -> str:
+    """One hash over a split's latents and every image file, in index order (names and bytes)."""
+    h = hashlib.sha256()
+    paths = [layout.raw_latents, layout.latents, *(layout.image(i, padding_width(n)) for i in range(n))]
+    for path in paths:
+        with open_regular(path) as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        h.update(f"{path.relative_to(layout.folder)}\t{digest}\n".encode())
+    return h.hexdigest()
+
+
+def _published_differences(spec: SplitSpec, layout: SplitLayout) -> list[str]:
+    """The published split is identified by the content hash this package pins, computed here from
+    the files (the download record is a convenience, never evidence)."""
+    try:
+        digest = content_sha256(layout, spec.n)
+    except OSError as error:
+        return [f"content: {getattr(error, 'filename', None) or layout.folder}: "
+                f"{error.strerror or error} (the published split has {spec.n} images)"]
+    if spec.content_sha256 is None:
+        return [f"content: this version of ident3d pins no content hash for the published "
+                f"{layout.split} split (it was never downloaded on a machine with access to Zenodo), so "
+                f"no split can be shown to be it; this split's is {digest} (docs/tracks.md)"]
+    if digest != spec.content_sha256:
+        return [f"content: sha256 {digest[:12]}... over the latents and images, the published split's "
+                f"is {spec.content_sha256[:12]}..."]
+    return []
 
 
 def identify(layout: SplitLayout, latents: np.ndarray, manifest: dict[str, Any] | None) -> str:
@@ -230,6 +307,8 @@ def identify(layout: SplitLayout, latents: np.ndarray, manifest: dict[str, Any] 
             continue
         if track.source == "render" and sha256_array(np.ascontiguousarray(latents)) != spec.latents_sha256:
             continue
+        if track.source == "download" and spec.content_sha256 is None:
+            continue  # nothing to prove it against (see _published_differences)
         if not differences(track, layout):
             return track.id
     return custom_key(latents, manifest)

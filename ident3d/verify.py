@@ -11,7 +11,7 @@ from ident3d.atomic import sha256_file
 from ident3d.errors import DatasetError, Ident3dError, LatentError
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import read_manifest
-from ident3d.readers import read_array
+from ident3d.readers import open_image, read_array
 from ident3d.variants import split_variant
 
 QUICK_SAMPLE = 100
@@ -80,7 +80,7 @@ def verify_split(root, split: str, quick: bool = False) -> Report:
 
 def _image_problem(path, files: dict[str, str]) -> str | None:
     try:
-        with Image.open(path) as im:
+        with open_image(path) as im:
             im.convert("RGB").load()
     except FileNotFoundError:
         return f"{path}: missing"

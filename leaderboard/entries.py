@@ -15,6 +15,7 @@ from ident3d import atomic
 from ident3d.errors import ResultError
 from ident3d.readers import read_json
 from ident3d.results import METRIC_KEYS, validate_result
+from ident3d.tracks import tracks
 
 ENTRY_SCHEMA = "ident3d-leaderboard-entry/1"
 STATUSES = ("verified", "self-reported", "reported-in-paper")
@@ -44,6 +45,9 @@ def validate_entry(entry: Any, source: str) -> dict[str, Any]:
         if scored_on is not None and entry["dataset"] != scored_on:
             raise ResultError(f"{source}: field dataset: {entry['dataset']!r} is not the track the result "
                               f"was scored on ({scored_on!r})")
+        problem = track_mismatch(entry["result"])
+        if problem:
+            raise ResultError(f"{source}: field result/{problem}")
         if entry["result"]["protocol"] != entry["protocol"]:
             raise ResultError(f"{source}: field protocol: {entry['protocol']!r} disagrees with the "
                               f"result's {entry['result']['protocol']!r}")
@@ -78,6 +82,29 @@ def track_of(result: dict[str, Any]) -> str:
         return d["track"]
     # Results from before tracks: custom data, never a track's table.
     return f"custom:{(d.get('manifest_sha256') or '0' * 12)[:12]}"
+
+
+def track_mismatch(result: dict[str, Any]) -> str | None:
+    """What in a result contradicts the track it names (image count, resolution, split, protocol),
+    as "field: why"; None when it agrees or names custom data. A hand-edited ``track`` fails here."""
+    name = result["dataset"].get("track")
+    if not name or name.startswith("custom:"):
+        return None
+    track = tracks().get(name.partition("@")[0])
+    if track is None or track.id != name:
+        return f"dataset/track: {name!r} is not a known track (`ident3d tracks` lists them)"
+    d = result["dataset"]
+    spec = track.splits.get(d["split"])
+    if spec is None:
+        return f"dataset/split: {d['split']!r} is not a split of {name}"
+    if d["n"] != spec.n:
+        return f"dataset/n: {d['n']} images, the {d['split']} split of {name} has {spec.n}"
+    if d.get("resolution") != [track.resolution, track.resolution]:
+        return (f"dataset/resolution: {d.get('resolution')!r}, the images of {name} are "
+                f"{track.resolution} x {track.resolution}")
+    if result["protocol"] not in track.protocols:
+        return f"protocol: {result['protocol']!r} is not scored on {name} ({', '.join(track.protocols)})"
+    return None
 
 
 def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "self-reported",

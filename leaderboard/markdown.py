@@ -70,9 +70,9 @@ def render_markdown(entries: list[Entry]) -> str:
     known = tracks()
     for (track, protocol), table in ranked_tables(entries).items():
         about = known.get(track.partition("@")[0])
-        title = f"{about.title} (`{track}`)" if about and about.id == track else f"`{track}`"
-        parts += [f"\n## {title} · {protocol}\n"]
+        title = f"{text(about.title)} (`{track}`)" if about and about.id == track else text(track)
+        parts += [f"\n## {title} · {text(protocol)}\n"]
         if about and about.id == track:
-            parts += [f"{about.description}\n"]
+            parts += [f"{text(about.description)}\n"]
         parts += table_lines(table)
     return "\n".join(parts) + "\n"

@@ -296,6 +296,16 @@ def repair_split(lay: SplitLayout, indices: list[int], *, engine: str = "local",
     return paths
 
 
+def render_rows(variant: Variant, settings: RenderSettings, raw: np.ndarray, folder: Path, *,
+                workers: int = 1) -> list[Path]:
+    """Render latent rows to ``folder/<k>.png`` (a scratch render: no job, no manifest)."""
+    params = variant.scene_params(raw)
+    paths = [Path(folder) / f"{k}.png" for k in range(len(raw))]
+    tasks = [(k, str(path), params.row(k)) for k, path in enumerate(paths)]
+    engines.run("local", settings, tasks, workers, None, lambda _done: None)
+    return paths
+
+
 def _version(dist: str) -> str | None:
     try:
         return version(dist)

@@ -141,10 +141,10 @@ def test_links_devices_and_fifos_are_refused_and_nothing_lands(tmp_path, kind):
     assert not (tmp_path / "test").exists()
 
 
-def test_only_a_split_matching_the_published_checksums_counts_as_published(tmp_path, archive, monkeypatch):
+def test_only_a_split_with_the_pinned_content_hash_counts_as_published(tmp_path, archive, monkeypatch):
     import dataclasses
 
-    from ident3d import download, tracks
+    from ident3d import tracks
     from ident3d.evaluation import evaluate
     from ident3d.layout import SplitLayout
 
@@ -154,27 +154,42 @@ def test_only_a_split_matching_the_published_checksums_counts_as_published(tmp_p
     mine = evaluate(tmp_path / "z.npy", tmp_path / "mine", progress=False).document
     assert mine["dataset"]["track"].startswith("custom:")
 
-    # A download whose archive has the pinned MD5 of the published record is the published split.
-    # (the real archive is 25,000 images; this stands in for it by pinning the fake one's MD5)
+    server = FakeZenodo({"3dident_test.tar": archive})
+    try:
+        download_split(tmp_path / "pub", "test", record="999", base_url=server.url, progress=False)
+    finally:
+        server.close()
+    layout = SplitLayout(tmp_path / "pub", "test")
     published = tracks.get_track(tracks.PUBLISHED)
-    test_spec = dataclasses.replace(published.splits["test"], n=20, md5=hashlib.md5(archive).hexdigest())
+    unpinned = dataclasses.replace(published, splits={
+        **published.splits, "test": dataclasses.replace(published.splits["test"], n=20)})
+    # This version pins no content hash (no machine of the project reached Zenodo): nothing verifies.
+    [found] = tracks.differences(unpinned, layout)
+    assert "pins no content hash" in found and tracks.content_sha256(layout, 20) in found
+
+    # The real archive is 25,000 images; this stands in for it by pinning the fake one's content.
+    test_spec = dataclasses.replace(unpinned.splits["test"],
+                                    content_sha256=tracks.content_sha256(layout, 20))
     pinned = dataclasses.replace(published, splits={**published.splits, "test": test_spec})
     known = {**tracks.tracks(), tracks.PUBLISHED: pinned}
     monkeypatch.setattr(tracks, "tracks", lambda: known)
-    server = FakeZenodo({"3dident_test.tar": archive}, record=download.DEFAULT_RECORD)
-    try:
-        download_split(tmp_path / "pub", "test", base_url=server.url, progress=False)
-    finally:
-        server.close()
-    assert tracks.differences(pinned, SplitLayout(tmp_path / "pub", "test")) == []
-    np.save(tmp_path / "z.npy", np.load(tmp_path / "pub/test/raw_latents.npy"))
+    assert tracks.differences(pinned, layout) == []
+    layout.download_record.unlink()  # the record is a convenience, never the evidence
+    assert tracks.differences(pinned, layout) == []
+    np.save(tmp_path / "z.npy", np.load(layout.raw_latents))
     assert evaluate(tmp_path / "z.npy", tmp_path / "pub", progress=False).document["dataset"]["track"] \
         == "3dident-published@1"
-    latents = np.load(tmp_path / "pub/test/raw_latents.npy")
-    latents[0, 0] = 0.0  # one changed value: no longer the published data
-    np.save(tmp_path / "pub/test/raw_latents.npy", latents)
-    assert tracks.differences(pinned, SplitLayout(tmp_path / "pub", "test")) == [
-        f"{tmp_path / 'pub/test/raw_latents.npy'}: changed since it was downloaded"]
+
+    image = layout.image(7, 2)
+    image.write_bytes(image.read_bytes() + b"\0")  # one changed file: no longer the published data
+    [found] = tracks.differences(pinned, layout)
+    assert found.startswith("content: sha256 ")
+    # ... and a hand-written download record for other files changes nothing either.
+    (tmp_path / "forged/test/images").mkdir(parents=True)
+    write_fake_split(tmp_path / "forged", "test", n=20, manifest=False, seed=1)
+    (tmp_path / "forged/test/.download-complete.json").write_text(json.dumps(
+        {"md5": published.splits["test"].md5, "files": {}}))
+    assert tracks.differences(pinned, SplitLayout(tmp_path / "forged", "test"))[0].startswith("content:")
 
 
 def test_the_fix_for_a_broken_downloaded_split_is_a_command_that_works(tmp_path, archive):

@@ -38,9 +38,13 @@ def fake_result(r2=0.8, mcc=0.7, protocol="ident3d-eval-v1", sha="ab" * 32, trac
 
     per = [{"factor": f, "linear_r2": r2, "nonlinear_r2": r2, "mcc_pearson": mcc, "mcc_spearman": mcc}
            for f in FACTOR_NAMES]
+    from ident3d.tracks import tracks
+
+    known = tracks().get(track.partition("@")[0])  # a result agrees with the track it names
+    n, size = (known.splits["test"].n, known.resolution) if known else (100, 64)
     return {"schema": "ident3d-result/1", "protocol": protocol,
-            "dataset": {"name": "3dident", "split": "test", "variant": "v2", "n": 100,
-                        "manifest_sha256": "cd" * 32, "resolution": [64, 64], "track": track},
+            "dataset": {"name": "3dident", "split": "test", "variant": "v2", "n": n,
+                        "manifest_sha256": "cd" * 32, "resolution": [size, size], "track": track},
             "model": {"name": "m", "file": "m.pt2", "sha256": sha, "kind": "exported-program",
                       "arch": None, "self_reported": False, "feature_dim": 10},
             "metrics": {"linear_r2": r2, "nonlinear_r2": r2, "mcc_pearson": mcc, "mcc_spearman": mcc},

@@ -12,6 +12,7 @@ from ident3d import tracks
 from ident3d.atomic import sha256_array
 from ident3d.latents import sample_uniform
 from ident3d.layout import SplitLayout
+from ident3d.variants import get_variant
 
 
 def test_the_committed_tracks_are_consistent():
@@ -48,7 +49,7 @@ def tiny_track(tmp_path_factory):
     base = tracks.get_track("3dident-v2-64")
     spec = tracks.SplitSpec(n=6, seed=5, latents_sha256=sha256_array(sample_uniform(6, 5)))
     track = dataclasses.replace(base, name="tiny", resolution=32, splits={"test": spec},
-                                render={**base.render, "samples": 2},
+                                render={**base.render, "samples": 2}, recheck={"images": 6, "tolerance": 2.0},
                                 fingerprint={**base.fingerprint, "images": 6, "mean": [], "std": []})
     mean, std = tracks.fingerprint(SplitLayout(root / "one", "test"), 6, 1)
     track = dataclasses.replace(track, fingerprint={**track.fingerprint, "mean": mean, "std": std})
@@ -79,8 +80,42 @@ def test_renders_with_other_worker_counts_verify_and_changed_data_does_not(tiny_
         "render setting resolution: 24, the track's is 32"]
     render_split(plan_job(tmp_path / "legacy", "test", n=6, seed=5, variant="legacy",
                           settings=track_settings(track)), progress=False)
-    assert tracks.differences(track, SplitLayout(tmp_path / "legacy", "test")) == [
-        "variant: 'legacy', the track's is 'v2'"]
+    [found] = tracks.differences(track, SplitLayout(tmp_path / "legacy", "test"))
+    assert found.startswith("variant: 'legacy', the track's is the built-in 'v2' (spec sha256")
+
+    # A spec of its own under the frozen name: the spec's content decides, not the name.
+    import shutil
+
+    shutil.copytree(root / "one", tmp_path / "renamed")
+    manifest = json.loads((tmp_path / "renamed/test/manifest.json").read_text())
+    spec = get_variant("v2").to_dict()
+    spec["latents"][0]["scale"] = "1/2"
+    manifest["variant_spec"] = spec
+    (tmp_path / "renamed/test/manifest.json").write_text(json.dumps(manifest))
+    [found] = tracks.differences(track, SplitLayout(tmp_path / "renamed", "test"))
+    assert "a different spec under the same name" in found
+
+
+@pytest.mark.blender
+def test_noise_with_the_tracks_latents_and_fingerprint_is_not_the_track(tiny_track, tmp_path):
+    """The fingerprint is easy to forge; a sample re-rendered at verify time is not."""
+    import shutil
+
+    from PIL import Image
+
+    track, root = tiny_track
+    shutil.copytree(root / "one", tmp_path / "noise")
+    rng = np.random.default_rng(0)
+    for path in sorted((tmp_path / "noise/test/images").glob("*.png")):
+        pixels = np.asarray(Image.open(path).convert("RGB"))
+        noise = rng.permutation(pixels.reshape(-1, 3))  # same pixels, shuffled: same mean and std
+        Image.fromarray(noise.reshape(pixels.shape)).save(path)
+    layout = SplitLayout(tmp_path / "noise", "test")
+    assert tracks._fingerprint_differences(track, layout, 1) == []  # the forgery passes that check
+    for quick in (False, True):
+        [found] = tracks.differences(track, layout, quick=quick)
+        assert found.startswith("pixels: ") and "not the track's images" in found
+    assert tracks.differences(track, SplitLayout(root / "one", "test"), quick=True) == []
 
 
 @pytest.mark.blender

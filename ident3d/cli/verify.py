@@ -13,13 +13,15 @@ EXAMPLE = ("ident3d verify --data data/3dident --split test --quick\n"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_dataset_root(p, "dataset root holding the splits", old_positional=True)
     p.add_argument("--split", action="append", help="split to check (repeatable; default: all)")
-    p.add_argument("--quick", action="store_true", help="decode a sample of 100 images per split")
+    p.add_argument("--quick", action="store_true", help="decode a sample of 100 images per split (and "
+                                                        "re-render 4, not the track's full sample)")
     p.add_argument("--repair", action="store_true",
                    help="re-render missing or broken images of a rendered split and re-pack a stale "
                         "images.npy, then check again")
     p.add_argument("--workers", type=positive_int, default=1, help="render processes for --repair")
-    p.add_argument("--track", help="also prove the split is this benchmark track's (latents, settings, "
-                                   "pixel fingerprint) and say what differs otherwise")
+    p.add_argument("--track", help="also prove the split is this benchmark track's (latents, variant spec, "
+                                   "settings, pixel fingerprint, a random sample re-rendered now) and "
+                                   "say what differs otherwise")
 
 
 def repair(root: Path, split: str, report, workers: int, progress: bool) -> None:
@@ -41,12 +43,12 @@ def repair(root: Path, split: str, report, workers: int, progress: bool) -> None
         pack_split(root, split, progress=progress)
 
 
-def track_verdict(root: Path, split: str, name: str) -> bool:
+def track_verdict(root: Path, split: str, name: str, quick: bool) -> bool:
     from ident3d.layout import SplitLayout
     from ident3d.tracks import differences, get_track
 
     track = get_track(name)
-    found = differences(track, SplitLayout(root, split))
+    found = differences(track, SplitLayout(root, split), quick=quick)
     print(f"{split}: {'is' if not found else 'is NOT'} the {split} split of track {track.id}")
     for difference in found:
         print(f"  - {difference}")
@@ -75,5 +77,5 @@ def run(args: argparse.Namespace) -> int:
             print(f"  - {problem}")
         failed |= bool(report.problems)
         if args.track:
-            failed |= not track_verdict(args.data, split, args.track)
+            failed |= not track_verdict(args.data, split, args.track, args.quick)
     return 1 if failed else 0
