@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -211,14 +212,27 @@ def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int,
     return DataLoader(source, collate_fn=collate_views, **options)
 
 
-def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: bool = True) -> Path:
+def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: bool = True,
+          overwrite: bool = False) -> Path:
     """Train (or resume) a run in ``out``; returns the result file (or the checkpoint when there is
-    no eval split to score on)."""
+    no eval split to score on).
+
+    A new run starts in a missing or empty folder; ``overwrite`` trains next to a non-empty one and
+    replaces it only when the new run is complete."""
     out = Path(out)
+    if not resume and out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            held = sorted(p.name for p in out.iterdir())
+            raise TrainingError(f"--out {out}: holds {len(held)} file(s) ({', '.join(held[:3])}); a new run "
+                                "starts in an empty folder. Fix: add --resume to continue the run there, "
+                                "choose another --out, or add --overwrite to replace the folder once the "
+                                "new run is complete.")
+        staging = out.with_name(f".{out.name}.new")
+        shutil.rmtree(staging, ignore_errors=True)  # a replacement interrupted earlier
+        made = train(config, staging, progress=progress)
+        atomic.replace_folder(staging, out)
+        return out / made.relative_to(staging)
     checkpoint, log_path = out / "checkpoint.safetensors", out / "log.jsonl"
-    if checkpoint.exists() and not resume:
-        raise TrainingError(f"{out} already holds a run. Fix: add --resume to continue it, or choose "
-                            "another --out.")
     if resume and checkpoint.exists():
         diff = resume_differences(saved_config(checkpoint), config)
         if diff:

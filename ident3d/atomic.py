@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +37,19 @@ def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
         os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+def replace_folder(new: Path, old: Path) -> None:
+    """Put the complete folder ``new`` where ``old`` is: two renames in one file system, ``old`` set
+    aside first (as ``.<name>.old``, removed last), so nothing is deleted before its replacement
+    is in place."""
+    new, old = Path(new), Path(old)
+    aside = old.with_name(f".{old.name}.old")
+    shutil.rmtree(aside, ignore_errors=True)
+    if old.exists():
+        os.rename(old, aside)
+    os.rename(new, old)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def write_bytes(path: Path, data: bytes) -> None:

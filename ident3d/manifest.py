@@ -59,6 +59,30 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
+MAX_IMAGE_SIDE = 4096  # the largest image side accepted where a manifest names no resolution
+
+
+def manifest_resolution(manifest: dict[str, Any] | None) -> int | None:
+    """The side in pixels every image of the split has: the render setting, else the packed array's."""
+    if not manifest:
+        return None
+    for value in ((manifest.get("render_settings") or {}).get("resolution"),
+                  ((manifest.get("packed") or {}).get("shape") or [None, None])[1]):
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_IMAGE_SIDE:
+            return value
+    return None
+
+
+def image_size_problem(path: Path, size: tuple[int, int], resolution: int | None) -> str | None:
+    """Why an image of ``size`` (width, height, from its header) cannot belong to a split of
+    ``resolution`` px (or of any size up to MAX_IMAGE_SIDE when unknown); decoding it is not needed."""
+    if resolution is not None and size != (resolution, resolution):
+        return f"{path}: {size[0]} x {size[1]} px, the split's images are {resolution} x {resolution}"
+    if max(size) > MAX_IMAGE_SIDE:
+        return f"{path}: {size[0]} x {size[1]} px, larger than any split's images ({MAX_IMAGE_SIDE} px)"
+    return None
+
+
 def channel_stats(paths: list[Path]) -> tuple[list[float], list[float]]:
     """Per-channel mean and std of RGB images in [0, 1] units, over every pixel of every image."""
     total = np.zeros(3)

@@ -9,7 +9,8 @@ from ident3d import atomic
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import DatasetError
 from ident3d.layout import SplitLayout
-from ident3d.manifest import build_manifest, channel_stats
+from ident3d.manifest import build_manifest, channel_stats, image_size_problem, manifest_resolution
+from ident3d.readers import open_image
 
 
 def published_manifest(dataset: ThreeDIdent) -> dict:
@@ -32,6 +33,21 @@ def pack_split(root, split: str = "train", progress: bool = True) -> SplitLayout
     lay = dataset.layout
     if dataset.is_packed:
         return lay
+    if lay.packed.exists() or lay.packed.is_symlink():
+        raise DatasetError(f"{lay.packed}: exists but the manifest does not list it, so it was not "
+                           "written by `ident3d pack` and is not replaced. Fix: move it away, then re-run.")
+    resolution = manifest_resolution(dataset.manifest)
+    for i in range(len(dataset)):  # every header first: nothing is decoded or written for a bad split
+        try:
+            with open_image(dataset.image_path(i)) as im:
+                size = im.size
+        except (OSError, ValueError) as error:
+            raise DatasetError(f"{dataset.image_path(i)} cannot be read ({error}). Fix: "
+                               f"{lay.repair_command()}") from None
+        resolution = resolution or size[0]
+        problem = image_size_problem(dataset.image_path(i), size, resolution)
+        if problem:
+            raise DatasetError(f"{problem}. Fix: {lay.repair_command()}")
     manifest = dataset.manifest or published_manifest(dataset)
     first = dataset.load_array(0)
     shape = (len(dataset), *first.shape)

@@ -6,6 +6,7 @@ refused by name instead of blocking the command forever (``open_regular``).
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -26,6 +27,12 @@ MAX_JSON_BYTES = 64 << 20  # manifests, results, entries, records: far larger is
 class NotRegularFile(OSError):
     """A path that exists but is a FIFO, device, socket or folder where a file was expected."""
 
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"is {kind}, not a regular file", str(path))
+
+    def __str__(self) -> str:
+        return self.strerror
+
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -43,7 +50,7 @@ def open_regular(path: Path) -> BinaryIO:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-            raise NotRegularFile(f"is {kind}, not a regular file")
+            raise NotRegularFile(path, kind)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:

@@ -10,7 +10,7 @@ from PIL import Image
 from ident3d.atomic import sha256_file
 from ident3d.errors import DatasetError, Ident3dError, LatentError
 from ident3d.layout import SplitLayout, padding_width
-from ident3d.manifest import read_manifest
+from ident3d.manifest import image_size_problem, manifest_resolution, read_manifest
 from ident3d.readers import open_image, read_array
 from ident3d.variants import split_variant
 
@@ -61,8 +61,9 @@ def verify_split(root, split: str, quick: bool = False) -> Report:
     if quick and n > QUICK_SAMPLE:
         indices = np.sort(np.random.default_rng(0).choice(n, QUICK_SAMPLE, replace=False))
     files = manifest.get("files", {}) if manifest else {}
+    resolution = manifest_resolution(manifest)
     for i in indices:
-        problem = _image_problem(lay.image(int(i), width), files)
+        problem = _image_problem(lay.image(int(i), width), files, resolution)
         if problem:
             report.problems.append(problem)
             report.broken.append(int(i))
@@ -78,9 +79,12 @@ def verify_split(root, split: str, quick: bool = False) -> Report:
     return report
 
 
-def _image_problem(path, files: dict[str, str]) -> str | None:
+def _image_problem(path, files: dict[str, str], resolution: int | None) -> str | None:
     try:
         with open_image(path) as im:
+            wrong = image_size_problem(path, im.size, resolution)  # from the header, before decoding
+            if wrong:
+                return wrong
             im.convert("RGB").load()
     except FileNotFoundError:
         return f"{path}: missing"

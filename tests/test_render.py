@@ -215,9 +215,11 @@ def test_traverse_cli_writes_a_labelled_grid_with_one_row_per_latent(tmp_path):
         np.testing.assert_array_equal(tiles[row, 1], tiles[0, 1])
         assert np.abs(tiles[row, 0] - tiles[row, 2]).mean() > 0.5, f"row {row} does not change"
     assert grid[:, :LABEL_WIDTH].min() < 128, "row labels are missing"
-    again = subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "traverse", "--out", str(out),
-                            "--steps", "3", "--resolution", "32", "--samples", "2"],
-                           capture_output=True, text=True)
+    command = [sys.executable, "-m", "ident3d.cli", "-q", "traverse", "--out", str(out), "--steps", "3",
+               "--resolution", "32", "--samples", "2"]
+    refused = subprocess.run(command, capture_output=True, text=True)
+    assert refused.returncode == 1 and "already exists" in refused.stderr and "--overwrite" in refused.stderr
+    again = subprocess.run([*command, "--overwrite"], capture_output=True, text=True)
     assert again.returncode == 0 and np.array_equal(np.asarray(Image.open(out).convert("RGB")), grid)
     bad = subprocess.run([sys.executable, "-m", "ident3d.cli", "traverse", "--out", str(tmp_path / "f.jpg")],
                          capture_output=True, text=True)

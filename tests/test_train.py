@@ -56,11 +56,21 @@ def test_a_run_folder_is_never_overwritten_or_resumed_with_other_settings(fake_d
 
     train(tiny(fake_data, 2), tmp_path / "run", progress=False)
     before = (tmp_path / "run/checkpoint.safetensors").read_bytes()
-    with pytest.raises(TrainingError, match="already holds a run.*--resume"):
+    with pytest.raises(TrainingError, match="holds .* file.*--resume"):
         train(tiny(fake_data, 2), tmp_path / "run", progress=False)
     with pytest.raises(TrainingError, match="lr: saved 0.001, now 0.01"):
         train(tiny(fake_data, 4, lr=0.01), tmp_path / "run", resume=True, progress=False)
     assert (tmp_path / "run/checkpoint.safetensors").read_bytes() == before
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine/result.json").write_text("a user's file")
+    with pytest.raises(TrainingError, match="result.json"):
+        train(tiny(fake_data, 2), tmp_path / "mine", progress=False)
+    assert (tmp_path / "mine/result.json").read_text() == "a user's file"
+    # --overwrite: the old folder stays whole until the new run is complete, then is replaced
+    made = train(tiny(fake_data, 2, lr=0.01), tmp_path / "run", progress=False, overwrite=True)
+    assert made.parent == tmp_path / "run" and made.exists()
+    assert json.loads((tmp_path / "run/config.json").read_text())["lr"] == 0.01
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "run"]
 
 
 def test_a_run_killed_before_its_first_checkpoint_restarts_with_a_clean_log(fake_data, tmp_path):

@@ -22,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="gpu, cpu, cuda:N (default: the GPU when there is one)")
     p.add_argument("--batch-size", type=positive_int, default=256, help="images per forward pass")
     p.add_argument("--out", type=Path, required=True, help="result JSON to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     limits = p.add_argument_group("sandbox limits (docs/submissions.md; for maintainers)")
     limits.add_argument("--memory-limit", type=positive_float, default=SandboxLimits.memory_gib,
                         metavar="GIB", help="memory the model may use, in GiB (default: %(default)s)")
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         spawn.prestart()  # the sandbox imports torch while this process does the same
     from ident3d.evaluation import evaluate
 
-    check_output_file(args.out, "--out")
+    check_output_file(args.out, "--out", reads=(args.model, args.data), overwrite=args.overwrite)
     limits = SandboxLimits(memory_gib=args.memory_limit, batch_seconds=args.time_limit,
                            reader=Limits(max_parameters=args.max_parameters,
                                          max_feature_dim=args.max_feature_dim))

@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ident3d.exchange import export_split
 
-    check_output_folder(args.out, "--out")
+    check_output_folder(args.out, "--out", reads=(args.data,))
     for path in export_split(args.data, args.split, args.out, args.format, args.shard_size):
         print(path)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import add_dataset_root, check_output_folder
+from ident3d.cli.arguments import add_dataset_root, check_not_an_input, check_output_folder
 
 HELP = "import a split exported with `ident3d export` (checks every image and the latents)"
 EXAMPLE = "ident3d import --from exports/cpu-track --split test --data data/imported"
@@ -20,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ident3d.exchange import import_split
 
-    check_output_folder(args.data, "--data")
+    check_output_folder(args.data, "--data", reads=(args.source,))
+    check_not_an_input(args.source, "--from", (args.data / args.split,))
     print(import_split(args.source, args.data, args.split).folder)
     return 0

@@ -42,13 +42,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-amp", dest="amp", action="store_false", default=None,
                    help="train in float32 on CUDA (default: bf16 autocast)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start over in a non-empty --out: the folder is replaced when the new run is done")
 
 
 def run(args: argparse.Namespace) -> int:
     from baselines.config import load_preset, parse_settings, read_config_file
     from baselines.train import train
 
-    check_output_folder(args.out, "--out")
+    check_output_folder(args.out, "--out", reads=(args.data, args.config))
     if args.resume and not (args.out / "config.json").exists():
         from ident3d.errors import TrainingError
 
@@ -60,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
                  seed=args.seed, workers=args.workers, compile=args.compile, amp=args.amp, stem=args.stem)
     settings.update({k: v for k, v in flags.items() if v is not None})
     config = load_preset(args.preset, **{**settings, "data": str(args.data.resolve())})
-    print(train(config, args.out, resume=args.resume, progress=not args.quiet))
+    print(train(config, args.out, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite))
     return 0

@@ -13,6 +13,7 @@ EXAMPLE = ("ident3d traverse --out fig.png --variant v2 --steps 7\n"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="figure to write (.png)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out figure")
     p.add_argument("--variant", default="v2", type=variant_arg, help=VARIANT_HELP)
     p.add_argument("--steps", type=positive_int, default=7, help="images per row")
     p.add_argument("--preset", default="preview", choices=list(PRESETS), help="quality preset")
@@ -32,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out.suffix.lower() != ".png":
         raise RenderError(f"--out {args.out}: the figure is written as PNG. Fix: end the name with .png")
-    check_output_file(args.out, "--out")
+    spec = Path(args.variant) if args.variant.endswith(".toml") else None
+    check_output_file(args.out, "--out", reads=(spec,), overwrite=args.overwrite)
     settings = resolve_settings(args.preset, args.resolution, args.samples, device=args.device)
     print(render_traversal(args.out, variant=args.variant, steps=args.steps, settings=settings,
                            cache=args.cache, workers=args.workers, progress=not args.quiet))
