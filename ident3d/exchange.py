@@ -8,8 +8,11 @@
   ``<index>.latents.npy``, plus ``manifest.json`` beside the shards.
 
 PNG bytes are carried unchanged, so an imported split has the same files, checksums and manifest as
-the original; the import checks every image against the manifest's sha256 and the latents against
-its ``raw_latents_sha256`` before anything is written to the split folder.
+the original. An export may be crafted, so the import reads within bounds (decompressed bytes per
+row and per shard, checked from the Parquet metadata before anything is decompressed), requires the
+manifest's checksum of every image and checks each one, checks every image's size (from its header)
+against the manifest's resolution and the latents for finite values in range, and writes nothing
+to the split folder until all of that has passed.
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from PIL import Image
 
 from ident3d import atomic
 from ident3d.errors import DatasetError, LatentError
 from ident3d.extras import require
 from ident3d.layout import SplitLayout
-from ident3d.manifest import read_manifest
+from ident3d.manifest import image_size_problem, manifest_resolution, read_manifest
+from ident3d.readers import load_npy_bytes, open_regular
 from ident3d.variants import split_variant
 
 if TYPE_CHECKING:  # torch loads only when a split is exported
@@ -39,7 +44,7 @@ if TYPE_CHECKING:  # torch loads only when a split is exported
 FORMATS = ("parquet", "webdataset")
 MANIFEST_KEY = b"ident3d_manifest"
 MEMBER = re.compile(r"^(\d+)\.(png|raw_latents\.npy|latents\.npy)$")
-MAX_MEMBER_BYTES = 64 * 2**20  # one image or latent row; anything larger is not ours
+MAX_ROW_BYTES = 16 << 20  # one image and its latents, decompressed; anything larger is not ours
 
 
 def _hf_features(k: int) -> dict[str, Any]:
@@ -132,6 +137,12 @@ def import_split(source: Path, root: Path, split: str) -> SplitLayout:
     if wrong or not 0 < manifest["n"] <= 10**8 or not 0 < manifest["padding"] <= 12:
         raise DatasetError(f"{manifest_path}: not the manifest of an exported split (field "
                            f"{(wrong or ['n'])[0]}). Fix: export the split again.")
+    names = [SplitLayout(Path(root), split).image(i, manifest["padding"]).name for i in range(manifest["n"])]
+    unlisted = [name for name in names if not isinstance(manifest["files"].get(name), str)]
+    if unlisted:
+        raise DatasetError(f"{manifest_path}: field files lists no checksum for {unlisted[0]} "
+                           f"({len(unlisted)} image(s) unlisted), so the images cannot be checked. Fix: "
+                           "export the split again with `ident3d export`.")
     parquet = sorted(source.glob(f"{split}-*-of-*.parquet"))
     tars = sorted(source.glob(f"{split}-*-of-*.tar"))
     if bool(parquet) == bool(tars):
@@ -145,13 +156,27 @@ def import_split(source: Path, root: Path, split: str) -> SplitLayout:
     return _write_split(rows, manifest, SplitLayout(Path(root), split), source)
 
 
+def _check_parquet_size(path: Path, metadata: Any) -> None:
+    """Refuse a shard whose row groups decompress to more than MAX_ROW_BYTES per row (a zstd bomb
+    is a few kB on disk), from the footer alone."""
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        if group.total_byte_size > max(1, group.num_rows) * MAX_ROW_BYTES:
+            raise DatasetError(f"{path}: row group {g} decompresses to {group.total_byte_size:,} bytes for "
+                               f"{group.num_rows} rows, more than {MAX_ROW_BYTES:,} per row; not an ident3d "
+                               "export. Fix: export the split again.")
+
+
 def _read_parquet(paths: list[Path], k: int) -> dict[int, dict[str, Any]]:
     pq = require("pyarrow.parquet")
     pa = require("pyarrow")
     rows: dict[int, dict[str, Any]] = {}
     for path in paths:
         try:
-            table = pq.read_table(path, columns=["image", "index", "raw_latents", "latents"])
+            with open_regular(path) as f:
+                shard = pq.ParquetFile(f)
+                _check_parquet_size(path, shard.metadata)
+                table = shard.read(columns=["image", "index", "raw_latents", "latents"])
             for record in table.to_pylist():
                 raw = np.asarray(record["raw_latents"], dtype=np.float32)
                 scene = np.asarray(record["latents"], dtype=np.float32)
@@ -159,7 +184,7 @@ def _read_parquet(paths: list[Path], k: int) -> dict[int, dict[str, Any]]:
                 if raw.shape != (k,) or scene.shape != (k,) or not isinstance(png, bytes):
                     raise ValueError(f"row {record['index']} is not {k} + {k} floats and PNG bytes")
                 rows[int(record["index"])] = {"png": png, "raw": raw, "scene": scene}
-        except (pa.ArrowException, KeyError, TypeError, ValueError) as error:
+        except (pa.ArrowException, KeyError, TypeError, ValueError, OSError) as error:
             raise DatasetError(f"{path}: not a Parquet shard of an ident3d export ({error}). Fix: export "
                                "the split again.") from None
     return rows
@@ -168,24 +193,40 @@ def _read_parquet(paths: list[Path], k: int) -> dict[int, dict[str, Any]]:
 def _read_tars(paths: list[Path], k: int) -> dict[int, dict[str, Any]]:
     rows: dict[int, dict[str, Any]] = {}
     for path in paths:
-        with tarfile.open(path, "r:") as tar:
-            for member in tar:
-                match = MEMBER.match(member.name)
-                if not member.isfile() or match is None or member.size > MAX_MEMBER_BYTES:
-                    raise DatasetError(f"{path}: member {member.name!r} is not part of an ident3d export "
-                                       "(expected regular files <index>.png / .raw_latents.npy / "
-                                       ".latents.npy). Fix: export the split again.")
-                data = tar.extractfile(member).read()
-                row = rows.setdefault(int(match[1]), {})
-                if match[2] == "png":
-                    row["png"] = data
-                else:
-                    value = np.load(io.BytesIO(data), allow_pickle=False)
-                    if value.shape != (k,) or not np.issubdtype(value.dtype, np.floating):
-                        raise DatasetError(f"{path}: {member.name} holds {value.shape} {value.dtype}, "
-                                           f"expected {k} floats. Fix: export the split again.")
-                    row["raw" if match[2].startswith("raw") else "scene"] = value.astype(np.float32)
+        try:
+            with open_regular(path) as f, tarfile.open(fileobj=f, mode="r:") as tar:
+                for member in tar:
+                    _read_member(path, tar, member, rows, k)
+        except (tarfile.TarError, EOFError, OSError) as error:
+            raise DatasetError(f"{path}: not a complete tar shard of an ident3d export ({error}). Fix: "
+                               "copy the shard again, or export the split again.") from None
     return rows
+
+
+def _read_member(path: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, rows: dict[int, dict[str, Any]],
+                 k: int) -> None:
+    match = MEMBER.match(member.name)
+    if not member.isfile() or match is None or member.size > MAX_ROW_BYTES:
+        raise DatasetError(f"{path}: member {member.name!r} is not part of an ident3d export (expected "
+                           "regular files <index>.png / .raw_latents.npy / .latents.npy of at most "
+                           f"{MAX_ROW_BYTES:,} bytes). Fix: export the split again.")
+    data = tar.extractfile(member).read()
+    if len(data) != member.size:
+        raise DatasetError(f"{path}: member {member.name!r} is truncated ({len(data):,} of {member.size:,} "
+                           "bytes). Fix: copy the shard again, or export the split again.")
+    row = rows.setdefault(int(match[1]), {})
+    if match[2] == "png":
+        row["png"] = data
+        return
+    try:
+        value = load_npy_bytes(data)
+    except ValueError as error:
+        raise DatasetError(f"{path}: member {member.name!r} is not a readable .npy array ({error}). Fix: "
+                           "export the split again.") from None
+    if value.shape != (k,) or not np.issubdtype(value.dtype, np.floating):
+        raise DatasetError(f"{path}: {member.name} holds {value.shape} {value.dtype}, expected {k} floats. "
+                           "Fix: export the split again.")
+    row["raw" if match[2].startswith("raw") else "scene"] = value.astype(np.float32)
 
 
 def _write_split(rows: dict[int, dict[str, Any]], manifest: dict[str, Any], lay: SplitLayout,
@@ -198,12 +239,30 @@ def _write_split(rows: dict[int, dict[str, Any]], manifest: dict[str, Any], lay:
     if atomic.sha256_array(raw) != manifest["raw_latents_sha256"]:
         raise DatasetError(f"{source}: the latents differ from the manifest's (raw_latents_sha256). Fix: "
                            "export the split again.")
-    files = manifest["files"]
+    scene = np.stack([rows[i]["scene"] for i in range(n)])
+    try:
+        split_variant(manifest).check_raw(raw, what=f"{source}: raw_latents")
+        if not np.isfinite(scene).all():
+            raise LatentError(f"{source}: latents: row {int(np.argwhere(~np.isfinite(scene))[0, 0])} is not "
+                              "finite")
+    except LatentError as error:
+        raise DatasetError(f"{error}. Fix: export the split again.") from None
+    resolution = manifest_resolution(manifest)
     for i in range(n):
         name = lay.image(i, padding).name
-        if files and hashlib.sha256(rows[i]["png"]).hexdigest() != files.get(name):
+        if hashlib.sha256(rows[i]["png"]).hexdigest() != manifest["files"][name]:
             raise DatasetError(f"{source}: image {name} differs from the manifest's checksum. Fix: export "
                                "the split again.")
+        try:
+            with Image.open(io.BytesIO(rows[i]["png"]), formats=["PNG"]) as im:
+                size = im.size  # the header only: nothing is decoded
+        except (OSError, ValueError) as error:
+            raise DatasetError(f"{source}: image {name} is not a PNG ({error}). Fix: export the split "
+                               "again.") from None
+        resolution = resolution or size[0]
+        problem = image_size_problem(Path(source) / name, size, resolution)
+        if problem:
+            raise DatasetError(f"{problem}. Fix: export the split again.")
     if lay.folder.exists() and any(lay.folder.iterdir()):
         raise DatasetError(f"{lay.folder} already holds files. Fix: import into an empty --data/--split.")
     Path(lay.root).mkdir(parents=True, exist_ok=True)
@@ -214,7 +273,7 @@ def _write_split(rows: dict[int, dict[str, Any]], manifest: dict[str, Any], lay:
         for i in range(n):
             target.image(i, padding).write_bytes(rows[i]["png"])
         atomic.save_npy(target.raw_latents, raw)
-        atomic.save_npy(target.latents, np.stack([rows[i]["scene"] for i in range(n)]))
+        atomic.save_npy(target.latents, scene)
         manifest = {k: v for k, v in manifest.items() if k != "packed"}  # re-pack to get images.npy
         atomic.write_json(target.manifest, manifest)
         if lay.folder.exists():
