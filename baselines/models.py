@@ -118,10 +118,10 @@ def build_encoder(config: dict[str, Any]) -> Encoder:
     if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= MAX_LATENT_DIM:
         raise SubmissionError(f"architecture {ARCH}: config latent_dim = {dim!r}; expected an integer "
                               f"in [1, {MAX_LATENT_DIM}]")
-    if space not in OUTPUT_SPACES:
+    if not isinstance(space, str) or space not in OUTPUT_SPACES:
         raise SubmissionError(f"architecture {ARCH}: config space = {space!r}; expected one of "
                               f"{', '.join(OUTPUT_SPACES)}")
-    if stem not in STEMS:
+    if not isinstance(stem, str) or stem not in STEMS:
         raise SubmissionError(f"architecture {ARCH}: config stem = {stem!r}; expected one of "
                               f"{', '.join(STEMS)}")
     return Encoder(latent_dim=dim, space=space, stem=stem)

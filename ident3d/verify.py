@@ -51,6 +51,9 @@ def verify_split(root, split: str, quick: bool = False) -> Report:
             manifest = read_manifest(lay.manifest)
         except Ident3dError as error:
             report.problems.append(str(error))
+    if manifest is None and lay.render_job.exists():
+        report.problems.append(f"{lay.manifest}: missing, but {lay.render_job.name} is there: the render "
+                               f"did not finish. Fix: re-run the same `ident3d render` command.")
     if manifest and manifest["n"] != n:
         report.problems.append(f"{lay.manifest}: n = {manifest['n']}, raw_latents.npy has {n} rows")
     width = manifest["padding"] if manifest else padding_width(n)

@@ -1,6 +1,5 @@
 """Downloads against a real HTTP server on 127.0.0.1 serving a fake Zenodo record."""
 
-import hashlib
 import io
 import json
 import socket

@@ -12,6 +12,7 @@ benchmark tracks rest on them, so their files never change; a new scene is a new
 from __future__ import annotations
 
 import graphlib
+import json
 import math
 import re
 import tomllib
@@ -38,7 +39,9 @@ from ident3d.scene import QUANTITIES, SHAPES, SceneParams, get_mapping, params_f
 FROZEN = ("v2", "legacy")  # the tracks' variants: their specs never change
 DEFAULT_VARIANT = "v2"
 STYLE_STREAM = 3  # second key of the style latents' stream in content/style pairs
-_SCALE_TEXT = re.compile(r"^\s*(?:(\d+(?:\.\d*)?)\s*\*?\s*)?(pi)?\s*(?:/\s*(\d+(?:\.\d*)?))?\s*$")
+_NUMBER = r"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?"
+_SCALE_TEXT = re.compile(rf"^\s*(?:({_NUMBER})\s*\*?\s*)?(pi)?\s*(?:/\s*({_NUMBER}))?\s*$")
+_SPEC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # also a file and folder name: no paths
 _SPEC_KEYS = {"extends", "name", "title", "summary", "colour", "latents"}
 _LATENT_KEYS = {"name", "group", "drives", "scale", "offset", "description", "classes", "mechanism"}
 _MECHANISM_KEYS = {"bias", "weights", "means", "noise"}
@@ -300,8 +303,9 @@ def parse_scale(value: Any, where: str) -> tuple[float, str]:
         number = (float(factor) if factor else 1.0) * (math.pi if pi else 1.0)
         number = number / float(divisor) if divisor else number
         text = value.strip().replace(" ", "")
-    else:
-        number, text = float(value), f"{value:g}"
+    else:  # the shortest text that reads back as the same number ("0.1", "1e-05")
+        number = float(value)
+        text = f"{number:g}" if float(f"{number:g}") == number else repr(number)
     if not (math.isfinite(number) and number != 0):
         raise VariantError(f"{where}: scale must be finite and non-zero, got {value!r}")
     return number, text
@@ -335,16 +339,19 @@ def _resolve(name_or_path: str | Path, seen: tuple[str, ...] = ()) -> tuple[dict
     overrides that latent's keys, new latents are appended."""
     spec, source = _read_toml(name_or_path)
     unknown = set(spec) - _SPEC_KEYS
-    if unknown:
-        raise VariantError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}; a spec has "
-                           f"{', '.join(sorted(_SPEC_KEYS))}")
+    if unknown:  # the keys of a file the user named are echoed, never those of a base it extends
+        listed = f"unknown key(s) {', '.join(sorted(unknown))}" if not seen else "unknown keys"
+        raise VariantError(f"{source}: {listed}; a spec has {', '.join(sorted(_SPEC_KEYS))}")
     if "extends" not in spec:
         return spec, source
     base_name = spec.pop("extends")
     if not isinstance(base_name, str) or base_name in seen or len(seen) > 8:
         raise VariantError(f"{source}: extends {base_name!r} is not a variant name, or makes a cycle")
-    if base_name not in builtin_names():  # a user's base is resolved next to the file
-        base_name = str(Path(source).parent / base_name) if source != "built-in" else base_name
+    if base_name not in builtin_names():  # a user's base is a .toml file beside the spec, nowhere else
+        if source == "built-in" or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*\.toml", base_name):
+            raise VariantError(f"{source}: extends {base_name[:80]!r}: expected a built-in variant "
+                               f"({', '.join(builtin_names())}) or the file name of a spec beside this one")
+        base_name = str(Path(source).parent / base_name)
     base, _ = _resolve(base_name, (*seen, str(name_or_path)))
     latents = list(base.get("latents", []))
     for latent in spec.pop("latents", []):
@@ -459,7 +466,13 @@ def _check_graph(factors: tuple[Factor, ...], source: str) -> None:
 @cache
 def _load(name_or_path: str) -> Variant:
     spec, source = _resolve(name_or_path)
-    return variant_from_dict(spec, source)
+    if source != "built-in" and spec.get("name") in builtin_names():
+        raise VariantError(f"{source}: name {spec['name']!r} is a built-in variant's; a spec of your own "
+                           "needs a name of its own (set `name`). Fix: rename it, or use the built-in.")
+    variant = variant_from_dict(spec, source)
+    if variant_from_dict(json.loads(json.dumps(variant.to_dict())), source) != variant:  # as a manifest
+        raise VariantError(f"{source}: the spec does not read back as written (please report it)")
+    return variant
 
 
 def variant_from_dict(spec: dict[str, Any], source: str) -> Variant:
@@ -473,7 +486,11 @@ def variant_from_dict(spec: dict[str, Any], source: str) -> Variant:
     _check_graph(factors, source)
     colour = _text(spec, "colour", source, "v2")
     get_mapping(colour)
-    return Variant(_text(spec, "name", source), _text(spec, "title", source, spec.get("name")),
+    name = _text(spec, "name", source)
+    if not _SPEC_NAME.fullmatch(name):
+        raise VariantError(f"{source}: name {name[:80]!r} must be letters, digits, '-' and '_' (at most 64, "
+                           "starting with a letter or digit): it names files and folders")
+    return Variant(name, _text(spec, "title", source, spec.get("name")),
                    _text(spec, "summary", source, "a 3DIdent variant"), colour, factors, source)
 
 
