@@ -68,9 +68,9 @@ def craft_parquet_export(folder: Path, pngs: list[bytes], raw: np.ndarray, *, fi
     manifest = build_manifest(
         variant="v2", n=n, padding=width, renderer={"name": "crafted"}, settings={"resolution": resolution},
         seeds={}, latents_sha256=sha256_array(raw),
-        files={name: hashlib.sha256(png).hexdigest() for name, png in zip(names, pngs)} if files else {},
+        files={name: hashlib.sha256(png).hexdigest() for name, png in zip(names, pngs, strict=True)} if files else {},
         image_mean=[0.5] * 3, image_std=[0.1] * 3)
-    images = [{"bytes": png + b"\0" * huge_row, "path": name} for png, name in zip(pngs, names)]
+    images = [{"bytes": png + b"\0" * huge_row, "path": name} for png, name in zip(pngs, names, strict=True)]
     table = pa.table({
         "image": pa.array(images, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
         "index": pa.array(range(n), type=pa.int64()),
@@ -98,8 +98,9 @@ def forged_track_split(root: Path, n_noise_from: int) -> None:
         Image.fromarray(pixels).save(lay.image(i, 4))
     manifest = build_manifest(
         variant="v2", n=spec.n, padding=4, renderer={"name": "ident3d.render"},
-        settings=dict(track.pixel_settings()), seeds={"latents": spec.seed}, latents_sha256=spec.latents_sha256,
-        files={}, image_mean=track.fingerprint["mean"], image_std=track.fingerprint["std"])
+        settings=dict(track.pixel_settings()), seeds={"latents": spec.seed},
+        latents_sha256=spec.latents_sha256, files={}, image_mean=track.fingerprint["mean"],
+        image_std=track.fingerprint["std"])
     (lay.manifest).write_text(json.dumps(manifest))
 
 
@@ -131,7 +132,8 @@ def world(tmp_path_factory) -> Path:
     for i in range(25_000):
         published.image(i, 5).write_bytes(tiny)
     published.download_record.write_text(json.dumps(
-        {"record": "4502485", "file": "3dident_test.tar", "md5": get_track("3dident-published").splits["test"].md5,
+        {"record": "4502485", "file": "3dident_test.tar",
+         "md5": get_track("3dident-published").splits["test"].md5,
          "files": {"raw_latents.npy": hashlib.sha256(published.raw_latents.read_bytes()).hexdigest()}}))
 
     # a self-reported result whose track was edited by hand
@@ -233,9 +235,11 @@ TRAIN = ["train", "--data", D, "--preset", "smoke", "--out"]
 CASES = [
     # tracks are identified by content
     Case("track-noise-with-the-fingerprint", ["verify", "--data", "{w}/forged-track", "--split", "test",
-                                              "--track", "3dident-v2-64", "--quick"], 1, "not the track's images"),
-    Case("track-published-by-a-written-record", ["verify", "--data", "{w}/forged-published", "--split", "test",
-                                                 "--track", "3dident-published", "--quick"], 1, "content:"),
+                                              "--track", "3dident-v2-64", "--quick"], 1,
+         "not the track's images"),
+    Case("track-published-by-a-written-record", ["verify", "--data", "{w}/forged-published", "--split",
+                                                 "test", "--track", "3dident-published", "--quick"], 1,
+         "content:"),
     Case("track-spec-named-v2", ["verify", "--data", "{w}/spec-named-v2", "--split", "test", "--track",
                                  "3dident-v2-64"], 1, "a different spec under the same name"),
     Case("leaderboard-add-edited-track", ["leaderboard", "add", "{w}/edited.json", "--id", "Doe2026Edited",
@@ -279,13 +283,15 @@ CASES = [
     Case("train-config-dev-zero", [*TRAIN, f"{OUT}/run", "--config", "/dev/zero"], 1, "character device"),
     Case("verify-unfinished-render", ["verify", "--data", "{w}/unfinished"], 1, "did not finish"),
     # one line that names the culprit
-    Case("npy-header-claims-72-tib", [*EVAL[:4], "{w}/huge.npy", "--out", f"{OUT}/r.json"], 1, "header claims"),
+    Case("npy-header-claims-72-tib", [*EVAL[:4], "{w}/huge.npy", "--out", f"{OUT}/r.json"], 1,
+         "header claims"),
     Case("safetensors-config-list-for-a-name", [*EVAL[:4], "{w}/list-config.safetensors", "--out",
                                                 f"{OUT}/r.json"], 1, "config space"),
     Case("pt2-unknown-compression-method", [*EVAL[:4], "{w}/method99.pt2", "--out", f"{OUT}/r.json"], 1,
          "method99.pt2"),
     Case("train-negative-seed", [*TRAIN, f"{OUT}/run", "--set", "seed=-1"], 1, "seed"),
-    Case("train-billion-latents", [*TRAIN, f"{OUT}/run", "--set", "latent_dim=1000000000"], 1, "latent_dim"),
+    Case("train-billion-latents", [*TRAIN, f"{OUT}/run", "--set", "latent_dim=1000000000"], 1,
+         "latent_dim"),
 ]
 
 
