@@ -65,10 +65,11 @@ def craft_parquet_export(folder: Path, pngs: list[bytes], raw: np.ndarray, *, fi
     folder.mkdir(parents=True)
     n, width = len(pngs), padding_width(len(pngs))
     names = [f"{i:0{width}d}.png" for i in range(n)]
+    checksums = {name: hashlib.sha256(png).hexdigest() for name, png in zip(names, pngs, strict=True)}
     manifest = build_manifest(
         variant="v2", n=n, padding=width, renderer={"name": "crafted"}, settings={"resolution": resolution},
         seeds={}, latents_sha256=sha256_array(raw),
-        files={name: hashlib.sha256(png).hexdigest() for name, png in zip(names, pngs, strict=True)} if files else {},
+        files=checksums if files else {},
         image_mean=[0.5] * 3, image_std=[0.1] * 3)
     images = [{"bytes": png + b"\0" * huge_row, "path": name} for png, name in zip(pngs, names, strict=True)]
     table = pa.table({
@@ -275,7 +276,8 @@ CASES = [
     Case("spec-takes-a-built-in-name", ["info", "--variant", "{w}/specs/mine.toml"], 1,
          "is a built-in variant's"),
     # readers open regular files only, and never hang
-    Case("verify-fifo-image", ["verify", "--data", "{w}/fifo-image"], 1, "7.png: cannot be decoded (is a FIFO"),
+    Case("verify-fifo-image", ["verify", "--data", "{w}/fifo-image"], 1,
+         "7.png: cannot be decoded (is a FIFO"),
     Case("evaluate-fifo-manifest", ["evaluate", "--data", "{w}/fifo-manifest", "--model", "{w}/true.npy",
                                     "--out", f"{OUT}/r.json"], 1, "manifest.json"),
     Case("evaluate-fifo-model", [*EVAL[:4], "{w}/fifo.npy", "--out", f"{OUT}/r.json"], 1, "fifo.npy"),
