@@ -324,6 +324,9 @@ def hostile_entries(folder: Path) -> list[str]:
             loss=text, model_space=text, footnote=text)
         write_entry(entry, folder)
         names.append(name)
+        paper = {**paper_entry(), "id": f"Evil2026Paper_n{i}", "name": name, "dataset": text}
+        write_entry(paper, folder)  # hostile text as the track: it becomes a section title
+        names.append(name)
     return names
 
 
@@ -338,6 +341,10 @@ def test_hostile_text_cannot_change_the_markdown_table(tmp_path):
         assert len(cells) == 10, line
     assert "<script" not in markdown and "<img" not in markdown and "<!--" not in markdown
     assert "javascript:alert(5))" not in markdown
+    titles = [line for line in markdown.splitlines() if line.startswith("#")]
+    assert len(titles) == 2 + len(HOSTILE)  # the page title, the results' table, one per hostile track
+    for title in titles[1:]:  # one line each, nothing that opens a tag, link, code span or cell
+        assert re.search(r"(?<!\\)[<`|\[]", title.replace("(`3dident-published@1`)", "")) is None, title
 
 
 def test_hostile_text_cannot_change_the_page_in_a_real_browser(tmp_path):
@@ -354,9 +361,12 @@ def test_hostile_text_cannot_change_the_page_in_a_real_browser(tmp_path):
         page.goto((tmp_path / "site" / "index.html").as_uri())
         page.select_option("#protocol", "ident3d-eval-v1")
         rows = page.locator("#board tbody tr")
-        assert rows.count() == len(names)
+        results = names[::2]  # every other name is a paper entry on a hostile "track"
+        assert rows.count() == len(results)
         shown = rows.evaluate_all("rows => rows.map(r => r.querySelector('.name').textContent)")
-        assert sorted(shown) == sorted(names)  # verbatim, including the line separators
+        assert sorted(shown) == sorted(results)  # verbatim, including the line separators
+        tracks_offered = page.eval_on_selector_all("#dataset option", "os => os.map(o => o.value)")
+        assert set(HOSTILE) <= set(tracks_offered)  # hostile track names are options, as text
         assert page.locator("#board script, #board img").count() == 0
         assert page.locator("script").count() == 2  # the data element and the page's own code
         page.wait_for_timeout(300)
