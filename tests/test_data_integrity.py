@@ -145,6 +145,7 @@ def world(tmp_path_factory) -> Path:
     (w / "edited.json").write_text(json.dumps(result))
     from leaderboard.entries import ENTRY_SCHEMA
 
+    (w / "entries").mkdir()
     (w / "edited-entries").mkdir()
     entry = {"schema": ENTRY_SCHEMA, "id": "Doe2026Edited", "name": "m", "authors": ["Doe"], "paper": None,
              "code": None, "training_data": "x", "positives": "x", "loss": "x", "model_space": "x",
@@ -261,6 +262,13 @@ CASES = [
     Case("import-into-its-source", ["import", "--split", "test", "--data", "{w}/exp", "--from", "{w}/exp"], 1,
          "which this command reads"),
     Case("traverse-out-exists", ["traverse", "--out", "{w}/fig.png"], 1, "--overwrite"),
+    Case("leaderboard-build-over-a-users-file", ["leaderboard", "build", "--entries", "{w}/entries",
+                                                 "--markdown", "{w}/existing.json", "--site",
+                                                 f"{OUT}/site.html"], 1,
+         "not a leaderboard this command built"),
+    Case("leaderboard-build-into-the-entries", ["leaderboard", "build", "--entries", "{w}/entries",
+                                                "--markdown", "{w}/entries/LB.json", "--site",
+                                                f"{OUT}/site.html"], 1, "lies inside the input"),
     # imports are bounded and checked before anything is written
     Case("import-zstd-bomb", [*IMPORT, "{w}/imports/bomb"], 1, "decompresses to"),
     Case("import-13000-px-png", [*IMPORT, "{w}/imports/huge-png"], 1, "13000 x 13000 px"),

@@ -18,6 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help="write nothing; exit 1 when the outputs differ from a fresh build")
     build.add_argument("--markdown", type=Path, help="the Markdown file (default: ./LEADERBOARD.md)")
     build.add_argument("--site", type=Path, help="the page (default: ./leaderboard/site/index.html)")
+    build.add_argument("--overwrite", action="store_true",
+                       help="replace a --markdown/--site file that an earlier build did not write")
     add = sub.add_parser("add", help="validate a result file and write it as a new entry")
     compare = sub.add_parser("compare", help="print where a result would rank; writes nothing")
     for q in (build, add, compare):
@@ -94,7 +96,11 @@ def run(args: argparse.Namespace) -> int:
             for path in outdated:
                 print(f"stale: {path} (run `ident3d leaderboard build`)")
             return 1 if outdated else 0
-        for path in build(args.entries, args.markdown, args.site):
+        from ident3d.cli.arguments import check_not_an_input
+
+        check_not_an_input(args.markdown, "--markdown", (args.entries,))
+        check_not_an_input(args.site, "--site", (args.entries,))
+        for path in build(args.entries, args.markdown, args.site, overwrite=args.overwrite):
             print(path)
         return 0
     result = _read_result(args.result)
