@@ -276,6 +276,9 @@ CASES = [
     Case("import-nan-latents", [*IMPORT, "{w}/imports/nan-latents"], 1, "nan"),
     Case("import-truncated-tar", [*IMPORT, "{w}/imports/truncated"], 1, "test-00000-of-00001.tar"),
     Case("import-pickled-npy-member", [*IMPORT, "{w}/imports/pickled"], 1, "Python objects"),
+    # names become paths only when they cannot leave their folder
+    Case("split-name-with-a-path", ["render", "--data", f"{OUT}/r", "--split", "../../escape", "--n", "2"], 2,
+         "--split"),
     # variant specs
     Case("spec-name-with-a-path", ["traverse", "--out", f"{OUT}/f.png", "--variant", "{w}/specs/escape.toml"],
          1, "must be letters"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,6 +46,14 @@ def nonnegative_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     return _number(float, text, lambda v: v > 0, "a positive finite number")
+
+
+def split_name(text: str) -> str:
+    """A split folder's name: letters, digits, '-', '_' and '.' (not leading), so it stays in --data."""
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", text) and ".." not in text:
+        return text
+    raise argparse.ArgumentTypeError(f"expected a split folder name such as train or test (letters, "
+                                     f"digits, '-', '_', '.'), got {text!r}")
 
 
 def variant_arg(text: str) -> str:

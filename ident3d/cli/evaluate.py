@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import check_output_file, positive_float, positive_int, torch_device
+from ident3d.cli.arguments import check_output_file, positive_float, positive_int, split_name, torch_device
 from ident3d.results import PROTOCOLS
 from ident3d.sandbox.limits import Limits, SandboxLimits
 
@@ -17,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", help="registered architecture for .safetensors weights")
     p.add_argument("--name", help="model name in the result (default: file stem)")
     p.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS, help="evaluation protocol (README)")
-    p.add_argument("--split", default="test", help="split folder to score on")
+    p.add_argument("--split", type=split_name, default="test", help="split folder to score on")
     p.add_argument("--device", type=torch_device,
                    help="gpu, cpu, cuda:N (default: the GPU when there is one)")
     p.add_argument("--batch-size", type=positive_int, default=256, help="images per forward pass")

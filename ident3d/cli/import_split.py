@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import add_dataset_root, check_not_an_input, check_output_folder
+from ident3d.cli.arguments import add_dataset_root, check_not_an_input, check_output_folder, split_name
 
 HELP = "import a split exported with `ident3d export` (checks every image and the latents)"
 EXAMPLE = "ident3d import --from exports/cpu-track --split test --data data/imported"
@@ -13,7 +13,8 @@ EXAMPLE = "ident3d import --from exports/cpu-track --split test --data data/impo
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from", dest="source", type=Path, required=True, help="the folder of the shards")
-    p.add_argument("--split", default="test", help="which exported split, and the split folder to write")
+    p.add_argument("--split", type=split_name, default="test",
+                   help="which exported split, and the split folder to write")
     add_dataset_root(p, "dataset root to write the split into")
 
 

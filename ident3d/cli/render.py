@@ -11,6 +11,7 @@ from ident3d.cli.arguments import (
     check_output_folder,
     nonnegative_int,
     positive_int,
+    split_name,
     variant_arg,
 )
 from ident3d.latents import CONDITIONALS
@@ -46,7 +47,7 @@ def scale_arg(text: str) -> tuple[float, ...]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_dataset_root(p, "dataset root to render into", old_option="--out")
-    p.add_argument("--split", default="train", help="split folder name (train, test, ...)")
+    p.add_argument("--split", type=split_name, default="train", help="split folder name (train, test, ...)")
     p.add_argument("--track", help="render exactly this benchmark track's --split (see `ident3d tracks`); "
                                    "sets the sizes, seeds, variant and render settings")
     p.add_argument("--n", type=positive_int,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import add_dataset_root, positive_int
+from ident3d.cli.arguments import add_dataset_root, positive_int, split_name
 
 HELP = "check a dataset: layout, counts, latent ranges, every image decodes, checksums; --repair fixes"
 EXAMPLE = ("ident3d verify --data data/3dident --split test --quick\n"
@@ -12,7 +12,8 @@ EXAMPLE = ("ident3d verify --data data/3dident --split test --quick\n"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_dataset_root(p, "dataset root holding the splits", old_positional=True)
-    p.add_argument("--split", action="append", help="split to check (repeatable; default: all)")
+    p.add_argument("--split", type=split_name, action="append",
+                   help="split to check (repeatable; default: all)")
     p.add_argument("--quick", action="store_true", help="decode a sample of 100 images per split (and "
                                                         "re-render 4, not the track's full sample)")
     p.add_argument("--repair", action="store_true",
