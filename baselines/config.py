@@ -80,7 +80,7 @@ class TrainConfig:
             low = 0 if name == "seed" else 1
             if not low <= getattr(self, name) <= high:
                 raise TrainingError(f"config {name} = {getattr(self, name)}; expected an integer from "
-                                    f"{low} to {high:,}")
+                                    f"{low} to {high:,}. Fix: set {name} within that range.")
         for name in ("lr", "loss_lr", "tau", "p"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):

@@ -245,8 +245,8 @@ def _write_split(rows: dict[int, dict[str, Any]], manifest: dict[str, Any], lay:
         if not np.isfinite(scene).all():
             raise LatentError(f"{source}: latents: row {int(np.argwhere(~np.isfinite(scene))[0, 0])} is not "
                               "finite")
-    except LatentError as error:
-        raise DatasetError(f"{error}. Fix: export the split again.") from None
+    except LatentError as error:  # its own fix is about writing latents; this one is about the export
+        raise DatasetError(f"{str(error).split('. Fix:')[0]}. Fix: export the split again.") from None
     resolution = manifest_resolution(manifest)
     for i in range(n):
         name = lay.image(i, padding).name
