@@ -16,7 +16,7 @@ from torchvision.transforms import Normalize
 from ident3d.captions import captions
 from ident3d.errors import DatasetError, LatentError
 from ident3d.layout import SplitLayout, padding_width
-from ident3d.manifest import channel_stats, read_manifest
+from ident3d.manifest import channel_stats, image_size_problem, manifest_resolution, read_manifest
 from ident3d.readers import open_image, read_array, read_regular
 from ident3d.variants import split_variant
 
@@ -60,6 +60,7 @@ class ThreeDIdent(VisionDataset):
             raise DatasetError(f"{self.layout.raw_latents}: the split is empty (0 rows). "
                                f"Fix: {self.layout.repair_command()}")
         self.padding = self.manifest["padding"] if self.manifest else padding_width(len(self))
+        self.resolution = manifest_resolution(self.manifest)  # None: any size up to MAX_IMAGE_SIDE
         self.variant = self.manifest["variant"] if self.manifest else "legacy (no manifest)"
         self.is_packed = bool(self.manifest and "packed" in self.manifest
                               and self.layout.packed.exists())
@@ -122,12 +123,15 @@ class ThreeDIdent(VisionDataset):
         path = self.image_path(index)
         try:
             with open_image(path) as im:
-                return np.asarray(im.convert("RGB"))
+                wrong = image_size_problem(path, im.size, self.resolution)  # the header, before decoding
+                if not wrong:
+                    return np.asarray(im.convert("RGB"))
         except FileNotFoundError:
             raise DatasetError(f"{path} is missing. Fix: {self.layout.repair_command()}") from None
         except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as error:
             raise DatasetError(f"{path} cannot be decoded ({error}). "
                                f"Fix: {self.layout.repair_command()}") from None
+        raise DatasetError(f"{wrong}. Fix: {self.layout.repair_command()}")
 
     @functools.cached_property
     def image_shape(self) -> tuple[int, int, int]:

@@ -91,6 +91,9 @@ def channel_stats(paths: list[Path]) -> tuple[list[float], list[float]]:
     for path in paths:
         try:
             with open_image(path) as im:
+                wrong = image_size_problem(path, im.size, None)  # the header, before decoding
+                if wrong:
+                    raise DatasetError(f"{wrong}. Fix: re-render or re-download it.")
                 pixels = np.asarray(im.convert("RGB"), dtype=np.float64).reshape(-1, 3) / 255.0
         except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as error:
             raise DatasetError(f"{path} cannot be decoded ({error}). Fix: re-render or re-download "

@@ -18,6 +18,7 @@ import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
+from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from ident3d.readers import open_image, open_regular, read_array
 from ident3d.variants import Variant, get_variant, split_variant
 
 PUBLISHED = "3dident-published"
+RENDERERS = "ident3d.renderers"  # entry point group: render/ offers the Blender re-render
 QUICK_RECHECK_IMAGES = 4  # images `verify --quick` re-renders (the full check: the track's recheck.images)
 
 
@@ -242,15 +244,15 @@ def _rerender_differences(track: Track, layout: SplitLayout, latents: np.ndarray
     picks = np.sort(np.random.default_rng().choice(len(latents), size=min(count, len(latents)),
                                                    replace=False))
     tolerance = track.recheck["tolerance"]
-    try:
-        from render.job import render_rows
-        from render.settings import track_settings
-    except ImportError as error:
-        return [f"pixels: cannot re-render a sample to compare with ({error}). Fix: pip install "
-                "'ident3d[render]'"]
+    render = next((point.load() for point in entry_points(group=RENDERERS, name="blender")), None)
+    if render is None:
+        return ["pixels: no renderer is installed to re-render a sample with. Fix: pip install ident3d"]
     with tempfile.TemporaryDirectory(prefix="ident3d-recheck-") as scratch:
-        fresh = render_rows(get_variant(track.variant), track_settings(track), latents[picks],
-                            Path(scratch), workers=min(2, len(picks)))
+        try:
+            fresh = render(track, latents[picks], Path(scratch), workers=min(2, len(picks)))
+        except Ident3dError as error:  # no bpy (the render extra), a broken Blender
+            return [f"pixels: cannot re-render a sample to compare with ({error}). Fix: pip install "
+                    "'ident3d[render]'"]
         worst = (0.0, "")
         for index, path in zip(picks, fresh, strict=True):
             name = layout.image(int(index), padding).name

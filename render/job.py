@@ -296,13 +296,14 @@ def repair_split(lay: SplitLayout, indices: list[int], *, engine: str = "local",
     return paths
 
 
-def render_rows(variant: Variant, settings: RenderSettings, raw: np.ndarray, folder: Path, *,
-                workers: int = 1) -> list[Path]:
-    """Render latent rows to ``folder/<k>.png`` (a scratch render: no job, no manifest)."""
-    params = variant.scene_params(raw)
+def render_track_rows(track, raw: np.ndarray, folder: Path, *, workers: int = 1) -> list[Path]:
+    """Render latent rows with a track's variant and settings to ``folder/<k>.png`` (a scratch
+    render: no job, no manifest). ``ident3d.tracks`` finds this through the ``ident3d.renderers``
+    entry point to re-render a sample of a split it verifies."""
+    params = get_variant(track.variant).scene_params(raw)
     paths = [Path(folder) / f"{k}.png" for k in range(len(raw))]
     tasks = [(k, str(path), params.row(k)) for k, path in enumerate(paths)]
-    engines.run("local", settings, tasks, workers, None, lambda _done: None)
+    engines.run("local", track_settings(track), tasks, workers, None, lambda _done: None)
     return paths
 
 

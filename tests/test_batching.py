@@ -94,5 +94,5 @@ def test_a_png_of_another_size_is_named_with_the_fix(splits):
 
     png = splits[0]
     Image.new("RGB", (20, 16)).save(png.image_path(7))
-    with pytest.raises(DatasetError, match=r"7\.png: 20 x 16 px, but the split's images are 16 x 16.*Fix"):
+    with pytest.raises(DatasetError, match=r"7\.png: 20 x 16 px, the split's images are 16 x 16.*Fix"):
         image_batch(png, np.array([0, 7]))
