@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines import presets
-from baselines.losses import LOSSES
+from baselines.losses import LOSSES, NEGATIVES, PRECISION_MAPS
 from baselines.models import OUTPUT_SPACES, STEMS
 from baselines.positives import SOURCES
 from ident3d.errors import TrainingError
@@ -50,7 +50,9 @@ class TrainConfig:
     loss: str = "lp"  # lp | vmf | aninfonce | aninfonce-isotropic (one shared Lambda) | mse
     p: float = 2.0  # exponent of the lp similarity -||a - b||_p^p / tau
     tau: float = 1.0
-    include_self: bool = False  # the original code's anchor-to-itself denominator term
+    include_self: bool = False  # the anchor-to-itself denominator term (negatives = positives only)
+    negatives: str = "positives"  # positives | anchors (the cl-ica code's) | symmetric (NT-Xent)
+    precision_map: str = "softplus"  # AnInfoNCE's Lambda from its raw parameter: softplus | exp
     # optimisation (Adam)
     iterations: int = 30_000
     batch_size: int = 512
@@ -71,7 +73,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         choices = {"positives": SOURCES, "loss": LOSSES, "space": tuple(OUTPUT_SPACES),
                    "device": ("auto", "cpu", "cuda"), "index": ("flat", "ivf"), "stem": STEMS,
-                   "lr_schedule": ("constant", "cosine")}
+                   "lr_schedule": ("constant", "cosine"), "negatives": NEGATIVES,
+                   "precision_map": tuple(PRECISION_MAPS)}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise TrainingError(f"config {name} = {getattr(self, name)!r}; expected one of "

@@ -2,8 +2,8 @@
 supervised topline.
 
 Every loss is an ``nn.Module`` called as ``loss(h, h_pos, z)`` with representations of anchors and
-positives, (B, d) each, and the anchors' latents. InfoNCE uses in-batch negatives: row i of the
-logit matrix compares anchor i with every positive j, and the target is j = i.
+positives, (B, d) each, and the anchors' latents. InfoNCE uses in-batch negatives; which ones is
+``ContrastiveLoss``'s ``negatives`` (the package's default, the cl-ica code's, or NT-Xent's).
 """
 
 from __future__ import annotations
@@ -19,68 +19,137 @@ from ident3d.errors import TrainingError
 LOSSES = ("lp", "vmf", "aninfonce", "aninfonce-isotropic", "mse")
 
 
-def info_nce(logits: torch.Tensor, self_logits: torch.Tensor | None = None) -> torch.Tensor:
-    """Cross-entropy of each anchor's positive against the in-batch positives.
+NEGATIVES = ("positives", "anchors", "symmetric")
 
-    ``self_logits`` (B,), when given, adds the anchor-to-itself term the original code kept in
-    the denominator (a constant for distance similarities, so it only shifts the loss).
+
+class ContrastiveLoss(nn.Module):
+    """InfoNCE over a similarity s(a, b) that a subclass defines, with one of three denominators.
+
+    ``negatives``:
+
+    * ``positives``: anchor i against every positive j, target j = i (this package's default);
+      ``include_self`` adds the anchor-to-itself term s(a_i, a_i);
+    * ``anchors``: anchor i against every anchor j, itself included, plus its own positive (the
+      cl-ica code of Zimmermann et al., whose negatives are the batch's anchors rolled by one);
+    * ``symmetric``: each of the 2B views against the other 2B - 1, target its partner
+      (NT-Xent; the AnInfoNCE code of Rusak et al.).
     """
-    if self_logits is not None:
-        logits = torch.cat([logits, self_logits[:, None]], dim=1)
-    target = torch.arange(len(logits), device=logits.device)
-    return F.cross_entropy(logits, target)
+
+    def __init__(self, include_self: bool = False, negatives: str = "positives") -> None:
+        super().__init__()
+        if negatives not in NEGATIVES:
+            raise TrainingError(f"unknown negatives {negatives!r}; expected one of {', '.join(NEGATIVES)}")
+        if include_self and negatives != "positives":
+            raise TrainingError(f"include_self applies to negatives = 'positives' only (negatives "
+                                f"{negatives!r} fixes the self term). Fix: drop include_self.")
+        self.include_self, self.negatives = include_self, negatives
+
+    def embed(self, h: torch.Tensor) -> torch.Tensor:
+        return h
+
+    def similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """(len(a), len(b)) logits between every row of ``a`` and every row of ``b``."""
+        raise NotImplementedError
+
+    def paired(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """(len(a),) logits between row i of ``a`` and row i of ``b``."""
+        raise NotImplementedError
+
+    def forward(self, h: torch.Tensor, h_pos: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+        a, b = self.embed(h), self.embed(h_pos)
+        n = len(a)
+        rows = torch.arange(n, device=a.device)
+        if self.negatives == "anchors":
+            logits = torch.cat([self.similarity(a, a), self.paired(a, b)[:, None]], dim=1)
+            return F.cross_entropy(logits, torch.full_like(rows, n))
+        if self.negatives == "symmetric":
+            views = torch.cat([a, b])
+            logits = self.similarity(views, views)
+            logits = logits.masked_fill(torch.eye(2 * n, dtype=torch.bool, device=a.device), -math.inf)
+            return F.cross_entropy(logits, torch.cat([rows + n, rows]))
+        logits = self.similarity(a, b)
+        if self.include_self:
+            logits = torch.cat([logits, self.paired(a, a)[:, None]], dim=1)
+        return F.cross_entropy(logits, rows)
 
 
-class LpInfoNCE(nn.Module):
+class LpInfoNCE(ContrastiveLoss):
     """Similarity -||a - b||_p^p / tau: p = 2 matches Normal positives, p = 1 Laplace."""
 
-    def __init__(self, p: float = 2.0, tau: float = 1.0, include_self: bool = False) -> None:
-        super().__init__()
-        self.p, self.tau, self.include_self = p, tau, include_self
+    def __init__(self, p: float = 2.0, tau: float = 1.0, include_self: bool = False,
+                 negatives: str = "positives") -> None:
+        super().__init__(include_self, negatives)
+        self.p, self.tau = p, tau
 
-    def forward(self, h: torch.Tensor, h_pos: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
-        distance = (h[:, None, :] - h_pos[None, :, :]).abs().pow(self.p).sum(-1)
-        self_logits = torch.zeros(len(h), device=h.device, dtype=h.dtype) if self.include_self else None
-        return info_nce(-distance / self.tau, self_logits)
+    def similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        # cdist never builds the (len(a), len(b), d) difference tensor (p = 2 goes through a matmul)
+        return -torch.cdist(a, b, p=self.p).pow(self.p) / self.tau
+
+    def paired(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return -(a - b).abs().pow(self.p).sum(-1) / self.tau
 
 
-class VonMisesFisherInfoNCE(nn.Module):
+class VonMisesFisherInfoNCE(ContrastiveLoss):
     """Dot-product similarity of L2-normalised outputs divided by tau (the vMF conditional)."""
 
-    def __init__(self, tau: float = 1.0, include_self: bool = False) -> None:
-        super().__init__()
-        self.tau, self.include_self = tau, include_self
+    def __init__(self, tau: float = 1.0, include_self: bool = False, negatives: str = "positives") -> None:
+        super().__init__(include_self, negatives)
+        self.tau = tau
 
-    def forward(self, h: torch.Tensor, h_pos: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
-        a, b = F.normalize(h, dim=1), F.normalize(h_pos, dim=1)
-        self_logits = (a * a).sum(1) / self.tau if self.include_self else None
-        return info_nce(a @ b.T / self.tau, self_logits)
+    def embed(self, h: torch.Tensor) -> torch.Tensor:
+        return F.normalize(h, dim=1)
+
+    def similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b.T / self.tau
+
+    def paired(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return (a * b).sum(1) / self.tau
 
 
-class AnInfoNCE(nn.Module):
+# Lambda as a function of its raw parameter. softplus is the AnInfoNCE code's: far from 0 it is the
+# identity, so Adam moves Lambda by about the learning rate per step, ~25,000 steps to go from 1 to 25
+# at 1e-3. exp moves log Lambda by about the learning rate per step: scale-free, ~3,200 steps at 1e-3.
+PRECISION_MAPS = {"softplus": (F.softplus, lambda v: math.log(math.expm1(v))),
+                  "exp": (torch.exp, math.log)}
+
+
+class AnInfoNCE(ContrastiveLoss):
     """Anisotropic InfoNCE: s(a, b) = -1/2 (a - b)^T Lambda (a - b) on L2-normalised outputs,
-    with a learnable diagonal Lambda = softplus(lambda) and no separate temperature.
+    with a learnable diagonal Lambda (``precision_map`` of a raw parameter) and no temperature.
 
     ``isotropic=True`` learns one precision shared by every dimension (Lambda = lambda I): the
     same loss with a learned temperature, i.e. isotropic InfoNCE, the ablation AnInfoNCE is
     compared with on equal footing.
     """
 
-    def __init__(self, dim: int, include_self: bool = False, isotropic: bool = False) -> None:
-        super().__init__()
-        self.include_self = include_self
+    def __init__(self, dim: int, include_self: bool = False, isotropic: bool = False,
+                 negatives: str = "positives", precision_map: str = "softplus",
+                 initial_precision: float = 1.0) -> None:
+        super().__init__(include_self, negatives)
+        if precision_map not in PRECISION_MAPS:
+            raise TrainingError(f"unknown precision_map {precision_map!r}; expected one of "
+                                f"{', '.join(PRECISION_MAPS)}")
+        self.precision_map = precision_map
+        forward_map, inverse = PRECISION_MAPS[precision_map]
+        self._to_precision = forward_map
         size = 1 if isotropic else dim
-        self.raw_precision = nn.Parameter(torch.full((size,), math.log(math.e - 1)))  # Lambda = 1
+        self.raw_precision = nn.Parameter(torch.full((size,), inverse(initial_precision)))
 
     @property
     def precision(self) -> torch.Tensor:
-        return F.softplus(self.raw_precision)
+        return self._to_precision(self.raw_precision)
 
-    def forward(self, h: torch.Tensor, h_pos: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
-        a, b = F.normalize(h, dim=1), F.normalize(h_pos, dim=1)
-        weighted = (a[:, None, :] - b[None, :, :]).pow(2) * self.precision
-        self_logits = torch.zeros(len(h), device=h.device, dtype=h.dtype) if self.include_self else None
-        return info_nce(-0.5 * weighted.sum(-1), self_logits)
+    def embed(self, h: torch.Tensor) -> torch.Tensor:
+        return F.normalize(h, dim=1)
+
+    def similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        # -1/2 sum_k Lambda_k (a_k - b_k)^2, expanded so that no (len(a), len(b), d) tensor is built
+        weighted_a, weighted_b = a * self.precision, b * self.precision
+        return (a @ weighted_b.T - 0.5 * (a * weighted_a).sum(1)[:, None]
+                - 0.5 * (b * weighted_b).sum(1)[None, :])
+
+    def paired(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return -0.5 * ((a - b).pow(2) * self.precision).sum(-1)
 
 
 class SupervisedMSE(nn.Module):
@@ -90,14 +159,15 @@ class SupervisedMSE(nn.Module):
         return F.mse_loss(h, z)
 
 
-def build_loss(name: str, *, dim: int, p: float = 2.0, tau: float = 1.0,
-               include_self: bool = False) -> nn.Module:
+def build_loss(name: str, *, dim: int, p: float = 2.0, tau: float = 1.0, include_self: bool = False,
+               negatives: str = "positives", precision_map: str = "softplus") -> nn.Module:
     if name == "lp":
-        return LpInfoNCE(p, tau, include_self)
+        return LpInfoNCE(p, tau, include_self, negatives)
     if name == "vmf":
-        return VonMisesFisherInfoNCE(tau, include_self)
+        return VonMisesFisherInfoNCE(tau, include_self, negatives)
     if name in ("aninfonce", "aninfonce-isotropic"):
-        return AnInfoNCE(dim, include_self, isotropic=name == "aninfonce-isotropic")
+        return AnInfoNCE(dim, include_self, isotropic=name == "aninfonce-isotropic", negatives=negatives,
+                         precision_map=precision_map)
     if name == "mse":
         return SupervisedMSE()
     raise TrainingError(f"unknown loss {name!r}; expected one of {', '.join(LOSSES)}")

@@ -106,6 +106,20 @@ class Encoder(nn.Module):
         return self.space(self.head(self.backbone(x)))
 
 
+class MLPEncoder(nn.Sequential):
+    """The synthetic experiments' encoder (cl-ica ``main_mlp.py``): n -> 10n -> 50n -> 50n -> 50n ->
+    50n -> 10n -> n with LeakyReLU (slope 0.01) between the linear layers, then the output space."""
+
+    def __init__(self, n: int = 10, space: str = "unbounded") -> None:
+        widths = [n, 10 * n, 50 * n, 50 * n, 50 * n, 50 * n, 10 * n, n]
+        layers: list[nn.Module] = []
+        for i, (a, b) in enumerate(zip(widths, widths[1:], strict=False)):
+            layers.append(nn.Linear(a, b))
+            if i < len(widths) - 2:
+                layers.append(nn.LeakyReLU())
+        super().__init__(*layers, OUTPUT_SPACES[space](n))
+
+
 MAX_LATENT_DIM = 4096  # a config from a submitted file must not allocate without bound
 
 

@@ -22,18 +22,17 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from safetensors import safe_open
 from safetensors.torch import save_file
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from baselines.checkpoints import checkpoint_metadata, load_checkpoint, readable_checkpoint, save_checkpoint
 from baselines.config import TrainConfig, from_json, resume_differences
 from baselines.losses import build_loss
 from baselines.models import ARCH, Encoder
@@ -90,57 +89,10 @@ def set_learning_rates(config: TrainConfig, optimizer: torch.optim.Optimizer, st
 
 # ---- checkpoints: one safetensors file, the non-tensor state as JSON in its metadata ----
 
-def save_checkpoint(path: Path, step: int, config: TrainConfig, model: torch.nn.Module,
-                    loss: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
-    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
-    tensors |= {f"loss.{k}": v for k, v in loss.state_dict().items()}
-    state = optimizer.state_dict()
-    for index, slots in state["state"].items():
-        tensors |= {f"optimizer.{index}.{name}": value for name, value in slots.items()}
-    tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
-    metadata = {"step": str(step), "config": json.dumps(config.to_json()),
-                "param_groups": json.dumps(state["param_groups"])}
-    with atomic.atomic_path(path, suffix=".safetensors") as tmp:
-        save_file(tensors, str(tmp), metadata=metadata)
-
-
-@contextmanager
-def readable_checkpoint(path: Path) -> Iterator[None]:
-    """Turn any failure to read a checkpoint (truncated, crafted, mismatched) into one clear error."""
-    try:
-        yield
-    except TrainingError:
-        raise
-    except Exception as error:  # safetensors, json and torch raise many types here
-        raise TrainingError(f"{path}: cannot restore this checkpoint ({type(error).__name__}: "
-                            f"{error}). Fix: restore the file, or start again in a new --out."
-                            ) from None
-
-
-def load_checkpoint(path: Path, model: torch.nn.Module, loss: torch.nn.Module,
-                    optimizer: torch.optim.Optimizer) -> int:
-    """Restore the states in place and return the step the checkpoint was taken after."""
-    parts: dict[str, dict[str, torch.Tensor]] = {"model": {}, "loss": {}, "optimizer": {}}
-    with readable_checkpoint(path):
-        with safe_open(str(path), framework="pt") as f:
-            metadata = f.metadata()
-            for key in f.keys():
-                part, name = key.split(".", 1)
-                parts[part][name] = f.get_tensor(key)
-        model.load_state_dict(parts["model"])
-        loss.load_state_dict(parts["loss"])
-        slots: dict[int, dict[str, torch.Tensor]] = {}
-        for name, value in parts["optimizer"].items():
-            index, slot = name.split(".", 1)
-            slots.setdefault(int(index), {})[slot] = value
-        optimizer.load_state_dict({"state": slots,
-                                   "param_groups": json.loads(metadata["param_groups"])})
-        return int(metadata["step"])
-
-
 def saved_config(path: Path) -> TrainConfig:
-    with readable_checkpoint(path), safe_open(str(path), framework="pt") as f:
-        return from_json(json.loads(f.metadata()["config"]))
+    metadata = checkpoint_metadata(path)
+    with readable_checkpoint(path):
+        return from_json(json.loads(metadata["config"]))
 
 
 # ---- logs ----
@@ -248,13 +200,14 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
 
     model = build_model(config, *train_set.channel_stats())
     criterion = build_loss(config.loss, dim=config.latent_dim, p=config.p, tau=config.tau,
-                           include_self=config.include_self)
+                           include_self=config.include_self, negatives=config.negatives,
+                           precision_map=config.precision_map)
     model.to(device)
     criterion.to(device)
     optimizer = build_optimizer(config, model, criterion)
     step = 0
     if resume and checkpoint.exists():
-        step = load_checkpoint(checkpoint, model, criterion, optimizer)
+        step, _ = load_checkpoint(checkpoint, model, criterion, optimizer)
         if step >= config.iterations and (out / "result.json").exists():
             log.info("%s is complete (step %d); nothing to do", out, step)
             return out / "result.json"
@@ -309,7 +262,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                 window_loss.zero_()
                 window_start, waited, images = time.perf_counter(), 0.0, 0
             if step % config.checkpoint_every == 0 or step == config.iterations:
-                save_checkpoint(checkpoint, step, config, model, criterion, optimizer)
+                save_checkpoint(checkpoint, step, model, criterion, optimizer,
+                                {"config": json.dumps(config.to_json())})
 
     resolution = train_set.load_array(0).shape[0]
     pt2, _ = export(model, out, resolution)

@@ -78,8 +78,11 @@ def conditional_from_uniform(
     kind: str = "normal",
     scale: float | np.ndarray = 0.1,
     beta: float | None = None,
+    low: float = RAW_LOW,
+    high: float = RAW_HIGH,
 ) -> np.ndarray:
-    """Push uniform numbers ``u`` in [0, 1) through the truncated conditional around ``z``.
+    """Push uniform numbers ``u`` in [0, 1) through the conditional around ``z`` truncated to
+    [``low``, ``high``] (infinite bounds: no truncation).
 
     Truncation is exact and vectorised: ``u`` is mapped between the CDF values of the two bounds
     and through the inverse CDF, so there is no rejection loop (the original redrew until inside).
@@ -88,8 +91,8 @@ def conditional_from_uniform(
     z = np.asarray(z, dtype=np.float64)
     dist = conditional_distribution(kind, beta)
     s = broadcast_scale(scale, z.shape[-1])
-    lo = dist.cdf((RAW_LOW - z) / s)
-    hi = dist.cdf((RAW_HIGH - z) / s)
+    lo = dist.cdf((low - z) / s)
+    hi = dist.cdf((high - z) / s)
     z_pos = z + s * dist.ppf(lo + np.asarray(u) * (hi - lo))
     # ppf can land a hair outside the box in floating point; the bounds are exact by construction.
-    return np.clip(z_pos, RAW_LOW, RAW_HIGH)
+    return np.clip(z_pos, low, high)

@@ -16,7 +16,7 @@ from ident3d.errors import Ident3dError
 
 OWN_LOGGERS = ("ident3d", "render", "baselines", "leaderboard")
 VERBS = ("info", "tracks", "render", "traverse", "pack", "download", "verify", "export", "import", "train",
-         "evaluate", "leaderboard", "demo")
+         "evaluate", "leaderboard", "synthetic", "demo")
 MODULE_OF_VERB = {"import": "import_split"}  # "import" is a Python keyword
 
 

@@ -1,0 +1,162 @@
+"""Train and score one row of the synthetic experiments for one seed; resumable, one result JSON.
+
+A run's data are a pure function of (seed, step), its mixing MLP of the seed, its encoder's init of
+the seed: a run stopped anywhere and resumed from its checkpoint gives the result of an unbroken run.
+Scores use a fixed held-out sample of the marginal per seed: linear R^2 fitted on 4,096 points and
+scored on 4,096 others, MCC (Pearson, Hungarian matching) on the scored points, in percent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from scipy.stats import spearmanr
+from torch import nn
+from torch.nn import functional as F
+
+from baselines.checkpoints import load_checkpoint, save_checkpoint
+from baselines.losses import AnInfoNCE, build_loss
+from baselines.models import MLPEncoder
+from baselines.synthetic.processes import invertible_mlp
+from baselines.synthetic.table import Row
+from ident3d import __version__, atomic, metrics
+
+log = logging.getLogger(__name__)
+
+MIXING_LAYERS = 3  # main_mlp.py --n-mixing-layer default
+EVAL_POINTS = 4096
+EVAL_STREAM = 2**32 - 1  # second key of the held-out sample's random stream (steps use 0, 1, ...)
+PERMUTATIONS = 10_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    steps: int = 10_000
+    batch_size: int = 256
+    lr: float = 1e-4  # main_mlp.py --lr
+    loss_lr: float = 1e-3  # Lambda's (AnInfoNCE code: --lr-lambda 1e-3)
+    precision_map: str = "exp"
+    eval_every: int = 500
+
+    def tag(self) -> str:
+        return f"b{self.batch_size}-n{self.steps}"
+
+
+def result_name(row: Row, seed: int, budget: Budget) -> str:
+    return f"{row.id}-seed{seed}-{budget.tag()}.json"
+
+
+def held_out(row: Row, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    z = row.process.marginal_sample(np.random.default_rng([seed, EVAL_STREAM]), 2 * EVAL_POINTS)
+    return z[:EVAL_POINTS], z[EVAL_POINTS:]
+
+
+def score(features: np.ndarray, z_fit: np.ndarray, z_score: np.ndarray) -> dict[str, Any]:
+    h_fit, h_score = features[:EVAL_POINTS], features[EVAL_POINTS:]
+    r2 = metrics.linear_r2(z_fit, h_fit, z_score, h_score)
+    mcc, assignment = metrics.mcc(z_score, h_score)
+    return {"r2": 100 * float(r2.mean()), "mcc": 100 * float(mcc.mean()),
+            "r2_per_latent": (100 * r2).round(3).tolist(), "assignment": assignment.tolist()}
+
+
+def _features(encoder: nn.Module, mixing: nn.Module, z: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        return encoder(mixing(torch.from_numpy(z).float())).double().numpy()
+
+
+def precision_recovery(row: Row, learned: np.ndarray, assignment: list[int], seed: int) -> dict[str, Any]:
+    """Spearman correlation of the true precisions with the learned Lambda of each latent's matched
+    feature, and the 95% interval of that correlation under random matchings (the null)."""
+    truth = np.asarray(row.process.precisions)
+    matched = learned[np.asarray(assignment)]
+    rho = float(spearmanr(truth, matched).statistic)
+    rng = np.random.default_rng([seed, 1])
+    null = [spearmanr(truth, rng.permutation(matched)).statistic for _ in range(PERMUTATIONS)]
+    low, high = np.nanquantile(null, [0.025, 0.975])
+    return {"true": truth.tolist(), "learned_matched": matched.round(3).tolist(), "spearman": rho,
+            "null_95": [float(low), float(high)],
+            "p_value": float((np.sum(np.abs(null) >= abs(rho)) + 1) / (PERMUTATIONS + 1))}
+
+
+def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True) -> Path:
+    """Train (or resume) row ``row`` with ``seed`` under ``budget``; write ``out/<name>.json``."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / result_name(row, seed, budget)
+    if path.exists():
+        log.info("%s exists; nothing to do", path)
+        return path
+    checkpoint = out / f".{path.stem}.checkpoint.safetensors"
+    torch.manual_seed(seed)
+    mixing = invertible_mlp(row.process.dim, MIXING_LAYERS, seed)
+    z_fit, z_score = held_out(row, seed)
+    z_eval = np.concatenate([z_fit, z_score])
+    if row.model.kind == "identity":
+        result = score(_features(nn.Identity(), mixing, z_eval), z_fit, z_score) | {"curve": []}
+        return _write(path, row, seed, budget, result, cpu_seconds=0.0)
+
+    encoder = MLPEncoder(row.process.dim, row.model.space)
+    m = row.model
+    criterion = (None if m.kind == "supervised" else
+                 build_loss(m.loss, dim=row.process.dim, p=m.p, tau=m.tau, negatives=m.negatives,
+                            precision_map=budget.precision_map))
+    groups = [{"params": encoder.parameters()}]
+    if criterion is not None and list(criterion.parameters()):
+        groups.append({"params": criterion.parameters(), "lr": budget.loss_lr})
+    optimizer = torch.optim.Adam(groups, lr=budget.lr)
+    step, curve, cpu = 0, [], 0.0
+    if checkpoint.exists():
+        step, metadata = load_checkpoint(checkpoint, encoder, criterion or nn.Module(), optimizer)
+        curve, cpu = json.loads(metadata["curve"]), float(metadata["cpu_seconds"])
+        log.info("resumed %s at step %d", path.name, step)
+    started = time.process_time()
+    while step < budget.steps:
+        z, z_pos = row.process.pairs(np.random.default_rng([seed, step]), budget.batch_size)
+        x = mixing(torch.from_numpy(np.concatenate([z, z_pos])).float())
+        h = encoder(x)
+        n = budget.batch_size
+        if criterion is None:
+            loss = F.mse_loss(h[:n], torch.from_numpy(z).float())
+        else:
+            loss = criterion(h[:n], h[n:])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        step += 1
+        if step % budget.eval_every == 0 or step == budget.steps:
+            point = score(_features(encoder, mixing, z_eval), z_fit, z_score)
+            entry = {"step": step, "loss": float(loss.detach()), "r2": round(point["r2"], 3),
+                     "mcc": round(point["mcc"], 3)}
+            if isinstance(criterion, AnInfoNCE):
+                entry["precision"] = criterion.precision.detach().numpy().round(3).tolist()
+            curve.append(entry)
+            if progress:
+                log.info("%s seed %d step %d: R2 %.2f MCC %.2f", row.id, seed, step, point["r2"],
+                         point["mcc"])
+            elapsed = cpu + time.process_time() - started
+            save_checkpoint(checkpoint, step, encoder, criterion or nn.Module(), optimizer,
+                            {"curve": json.dumps(curve), "cpu_seconds": str(elapsed)})
+    result = score(_features(encoder, mixing, z_eval), z_fit, z_score) | {"curve": curve}
+    if isinstance(criterion, AnInfoNCE):
+        learned = criterion.precision.detach().numpy().astype(np.float64)
+        result["precision"] = (precision_recovery(row, learned, result["assignment"], seed)
+                               if learned.size == row.process.dim else {"learned": learned.tolist()})
+    path = _write(path, row, seed, budget, result, cpu + time.process_time() - started)
+    checkpoint.unlink(missing_ok=True)
+    return path
+
+
+def _write(path: Path, row: Row, seed: int, budget: Budget, result: dict[str, Any],
+           cpu_seconds: float) -> Path:
+    record = {"row": row.id, "title": row.title, "theory": row.theory, "seed": seed,
+              "budget": asdict(budget), "paper": row.paper, "paper_source": row.paper_source,
+              "cpu_seconds": round(cpu_seconds, 1), "torch_threads": torch.get_num_threads(),
+              "ident3d": __version__} | result
+    atomic.write_json(path, record)
+    return path

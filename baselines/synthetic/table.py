@@ -1,0 +1,82 @@
+"""The rows of the synthetic experiments, read from ``rows.toml`` and checked."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import Any
+
+import numpy as np
+
+from baselines.losses import LOSSES, NEGATIVES
+from baselines.models import OUTPUT_SPACES
+from baselines.synthetic.processes import Process
+from ident3d.errors import TrainingError
+
+KINDS = ("contrastive", "identity", "supervised")
+THEORIES = ("identifiable", "mismatch", "baseline")
+
+
+@dataclass(frozen=True)
+class Model:
+    kind: str
+    space: str = "unbounded"
+    loss: str = "lp"
+    p: float = 2.0
+    tau: float = 1.0
+    negatives: str = "anchors"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("kind", KINDS), ("space", tuple(OUTPUT_SPACES)), ("loss", LOSSES),
+                              ("negatives", NEGATIVES)):
+            if getattr(self, name) not in allowed:
+                raise TrainingError(f"model {name} = {getattr(self, name)!r}; expected one of "
+                                    f"{', '.join(allowed)}")
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    title: str
+    theory: str
+    process: Process
+    model: Model
+    paper: dict[str, list[float]] = field(default_factory=dict)  # "r2"/"mcc": [mean] or [mean, sd]
+    paper_source: str = ""
+
+
+def precisions(text: str, dim: int) -> tuple[float, ...]:
+    """``linear LOW HIGH`` (evenly spaced) or ``bimodal FIRST SECOND`` (first half, second half)."""
+    kind, *values = text.split()
+    if kind not in ("linear", "bimodal") or len(values) != 2:
+        raise TrainingError(f"precisions = {text!r}; expected 'linear LOW HIGH' or 'bimodal FIRST SECOND'")
+    a, b = map(float, values)
+    if kind == "linear":
+        return tuple(np.linspace(a, b, dim).tolist())
+    return (a,) * (dim // 2) + (b,) * (dim - dim // 2)
+
+
+def _row(entry: dict[str, Any]) -> Row:
+    process = dict(entry["process"])
+    if isinstance(process.get("precisions"), str):
+        process["precisions"] = precisions(process["precisions"], process.get("dim", 10))
+    if entry["theory"] not in THEORIES:
+        raise TrainingError(f"row {entry['id']}: theory = {entry['theory']!r}; expected one of "
+                            f"{', '.join(THEORIES)}")
+    return Row(id=entry["id"], title=entry["title"], theory=entry["theory"], process=Process(**process),
+               model=Model(**entry["model"]), paper=entry.get("paper", {}),
+               paper_source=entry.get("paper_source", ""))
+
+
+def rows() -> dict[str, Row]:
+    text = files("baselines.synthetic").joinpath("rows.toml").read_text()
+    return {entry["id"]: _row(entry) for entry in tomllib.loads(text)["row"]}
+
+
+def get_row(row_id: str) -> Row:
+    table = rows()
+    if row_id not in table:
+        raise TrainingError(f"unknown synthetic row {row_id!r}; expected one of {', '.join(table)}. "
+                            "Fix: pick a row of baselines/synthetic/rows.toml (ident3d synthetic rows).")
+    return table[row_id]

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ident3d.cli.arguments import check_output_file, nonnegative_int, positive_float, positive_int
+
+HELP = ("the papers' synthetic experiments (Zimmermann et al. Tables 1-2, AnInfoNCE's controlled "
+        "experiment): list rows, run a row and seed, report")
+EXAMPLE = ("ident3d synthetic rows\n"
+           "  ident3d synthetic run --row T2.1 --seed 0 --out results/synthetic\n"
+           "  ident3d synthetic report --results results/synthetic --out docs/synthetic-results.md")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub.add_parser("rows", help="print every row: id, theory, setting, the paper's numbers")
+    run = sub.add_parser("run", help="train and score one row for one seed (resumes where it stopped)")
+    run.add_argument("--row", required=True, help="a row id of `ident3d synthetic rows`, e.g. T2.1")
+    run.add_argument("--seed", type=nonnegative_int, default=0)
+    run.add_argument("--out", type=Path, required=True,
+                     help="folder of result files (one per row, seed and budget)")
+    run.add_argument("--steps", type=positive_int, help="training steps (default: the budget's, 10000)")
+    run.add_argument("--batch-size", type=positive_int, help="default: 256")
+    run.add_argument("--lr", type=positive_float, help="encoder learning rate (default: 1e-4, the paper's)")
+    run.add_argument("--loss-lr", type=positive_float, help="Lambda's learning rate (default: 1e-3)")
+    run.add_argument("--precision-map", choices=["exp", "softplus"],
+                     help="Lambda from its raw parameter (default: exp; softplus is the AnInfoNCE code's)")
+    run.add_argument("--eval-every", type=positive_int, help="steps between curve points (default: 500)")
+    report = sub.add_parser("report", help="the Markdown table of a folder of results, paper numbers beside")
+    report.add_argument("--results", type=Path, required=True, help="the folder `run --out` wrote")
+    report.add_argument("--out", type=Path, help="write the report here (default: print it)")
+    report.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "rows":
+        from baselines.synthetic.report import paper_cell
+        from baselines.synthetic.table import rows
+
+        for row in rows().values():
+            paper = ", ".join(f"{metric} {paper_cell(row.paper, metric)}" for metric in row.paper)
+            print(f"{row.id:6} {row.theory:12} {row.title}" + (f"  [paper: {paper}]" if paper else ""))
+        return 0
+    if args.action == "report":
+        from baselines.synthetic.report import report
+
+        text = report(args.results)
+        if args.out is None:
+            print(text, end="")
+            return 0
+        from ident3d import atomic
+
+        check_output_file(args.out, "--out", reads=(args.results,), overwrite=args.overwrite)
+        atomic.write_bytes(args.out, text.encode())
+        return 0
+    from dataclasses import replace
+
+    from baselines.synthetic.run import Budget
+    from baselines.synthetic.run import run as run_row
+    from baselines.synthetic.table import get_row
+
+    chosen = {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "loss_lr": args.loss_lr,
+              "precision_map": args.precision_map, "eval_every": args.eval_every}
+    budget = replace(Budget(), **{k: v for k, v in chosen.items() if v is not None})
+    print(run_row(get_row(args.row), args.seed, budget, args.out, progress=not args.quiet))
+    return 0

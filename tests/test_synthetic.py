@@ -1,0 +1,214 @@
+"""The synthetic experiments: generative processes, losses as the original code wrote them, runs that
+resume exactly, and the report's verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from scipy import special, stats
+from torch.nn import functional as F
+
+from baselines.losses import AnInfoNCE, LpInfoNCE, VonMisesFisherInfoNCE
+from baselines.synthetic import run as synthetic_run
+from baselines.synthetic.processes import (
+    BOX,
+    MIXING_SLOPE,
+    Process,
+    anisotropic_sphere_normal,
+    invertible_mlp,
+    von_mises_fisher,
+)
+from baselines.synthetic.report import summary, verdict
+from baselines.synthetic.table import get_row, rows
+from ident3d.cli import main
+from ident3d.errors import TrainingError
+
+N = 20_000
+
+
+def invert(mixing: torch.nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    for layer in reversed(mixing):
+        if isinstance(layer, torch.nn.Linear):
+            x = torch.linalg.solve(layer.weight.double(), x.T).T
+        else:
+            x = torch.where(x >= 0, x, x / MIXING_SLOPE)
+    return x
+
+
+def test_mixing_is_invertible_well_conditioned_and_seeded():
+    g = invertible_mlp(10, 3, seed=4)
+    z = torch.from_numpy(Process("box").marginal_sample(np.random.default_rng(0), 1000))
+    with torch.no_grad():
+        x = g.double()(z)
+    assert torch.allclose(invert(g, x), z, atol=1e-9)
+    conds = [np.linalg.cond(m.weight.numpy()) for m in g if isinstance(m, torch.nn.Linear)]
+    assert len(conds) == 3 and max(conds) < 5  # the best of 25,000 random matrices (median 28)
+    assert torch.equal(invertible_mlp(10, 3, seed=4)[0].weight, g[0].weight.float())
+    assert not torch.equal(invertible_mlp(10, 3, seed=5)[0].weight, g[0].weight.float())
+
+
+@pytest.mark.parametrize("conditional, scale, beta, reference", [
+    ("normal", 0.05, None, stats.norm(scale=0.05)),
+    ("laplace", 0.05, None, stats.laplace(scale=0.05)),
+    ("gennorm", 0.05, 3.0, stats.gennorm(3.0, scale=0.05)),
+])
+def test_box_and_unbounded_conditionals_have_the_asked_spread(conditional, scale, beta, reference):
+    rng = np.random.default_rng(1)
+    for space, marginal in (("box", "uniform"), ("unbounded", "normal")):
+        process = Process(space, marginal, conditional, scale, beta)
+        centre = np.full((N, 10), 0.5)  # 10 sd from the box's faces: truncation is invisible
+        offsets = (process.conditional_sample(rng, centre) - centre).ravel()
+        assert stats.kstest(offsets, reference.cdf).pvalue > 0.01
+    near_edge = Process("box", conditional=conditional, scale=scale, beta=beta)
+    edge = near_edge.conditional_sample(rng, np.full((N, 10), 0.01))
+    assert edge.min() >= BOX[0] and edge.max() <= BOX[1]
+
+
+def test_von_mises_fisher_has_the_mean_cosine_of_its_kappa():
+    rng = np.random.default_rng(2)
+    mu = Process("sphere").marginal_sample(rng, N)
+    for kappa in (1.0, 10.0):
+        x = von_mises_fisher(rng, mu, kappa)
+        assert np.allclose(np.linalg.norm(x, axis=1), 1)
+        d = 10  # E[mu . x] = I_{d/2}(kappa) / I_{d/2 - 1}(kappa)
+        expected = special.iv(d / 2, kappa) / special.iv(d / 2 - 1, kappa)
+        cosines = (x * mu).sum(1)
+        assert abs(cosines.mean() - expected) < 4 * cosines.std() / np.sqrt(N)
+
+
+def test_anisotropic_normal_spreads_each_latent_by_its_precision():
+    rng = np.random.default_rng(3)
+    precisions = np.linspace(5, 25, 10)
+    mu = Process("sphere").marginal_sample(rng, N)
+    x = anisotropic_sphere_normal(rng, mu, precisions, shell=0.1)
+    assert np.allclose(np.linalg.norm(x, axis=1), 1)
+    spread = (x - mu).var(0)
+    # larger precision, smaller spread: the rank order is exact and the ratio near 25 / 5
+    assert stats.spearmanr(spread, precisions).statistic < -0.95
+    assert 3 < spread[0] / spread[-1] < 7
+
+
+def test_every_row_builds_and_bad_rows_are_refused():
+    table = rows()
+    assert len([r for r in table.values() if r.model.kind == "contrastive"]) >= 12
+    assert get_row("T2.6").paper["mcc"] == [58.26, 3.00]
+    with pytest.raises(TrainingError, match="unknown synthetic row 'T9.9'"):
+        get_row("T9.9")
+    with pytest.raises(TrainingError, match="not defined"):
+        Process("unbounded", marginal="uniform")
+    with pytest.raises(TrainingError, match="lives on the sphere"):
+        Process("box", conditional="vmf")
+
+
+def test_anchor_negatives_are_the_cl_ica_loss():
+    torch.manual_seed(0)
+    h, h_pos = torch.randn(8, 4), torch.randn(8, 4)
+    # LpSimCLRLoss(p=2, simclr_compatibility_mode=True) with z3 = roll(z1): anchors (self included)
+    # and the positive in the denominator, loss = 2 * (pos / 2 + logsumexp / 2) averaged
+    neg = torch.cdist(h, torch.roll(h, 1, 0)).pow(2)
+    pos = (h - h_pos).norm(dim=1).pow(2)
+    expected = (pos + torch.logsumexp(-torch.cat([neg, pos[:, None]], 1), 1)).mean()
+    assert LpInfoNCE(2, negatives="anchors")(h, h_pos).item() == pytest.approx(expected.item(), rel=1e-5)
+    a, b = F.normalize(h, dim=1), F.normalize(h_pos, dim=1)
+    dots, paired = a @ torch.roll(a, 1, 0).T, (a * b).sum(1)
+    expected = (-paired + torch.logsumexp(torch.cat([dots, paired[:, None]], 1), 1)).mean()
+    vmf = VonMisesFisherInfoNCE(negatives="anchors")(h, h_pos)
+    assert vmf.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_symmetric_negatives_are_nt_xent_and_aninfonce_expands_exactly():
+    torch.manual_seed(1)
+    h, h_pos = torch.randn(6, 10), torch.randn(6, 10)
+    loss = AnInfoNCE(10, negatives="symmetric", precision_map="exp")
+    with torch.no_grad():
+        loss.raw_precision.copy_(torch.linspace(0, 3, 10))
+    views = F.normalize(torch.cat([h, h_pos]), dim=1)
+    lam = torch.exp(torch.linspace(0, 3, 10))
+    logits = -0.5 * ((views[:, None] - views[None]) ** 2 * lam).sum(-1)
+    logits.fill_diagonal_(-float("inf"))
+    target = torch.cat([torch.arange(6) + 6, torch.arange(6)])
+    assert loss(h, h_pos).item() == pytest.approx(F.cross_entropy(logits, target).item(), rel=1e-5)
+    assert torch.allclose(loss.precision, lam)
+    with pytest.raises(TrainingError, match="include_self applies"):
+        LpInfoNCE(negatives="anchors", include_self=True)
+
+
+def test_exp_precision_moves_lambda_as_far_as_the_data_asks():
+    """Adam moves a raw parameter by about its learning rate per step when the gradient keeps its
+    sign: in exp form Lambda grows by a factor e^(lr * steps), in softplus form (the AnInfoNCE
+    code's) by about lr * steps."""
+    moved = {}
+    for precision_map, objective in (("exp", torch.log), ("softplus", lambda v: v)):
+        loss = AnInfoNCE(1, isotropic=True, precision_map=precision_map)
+        optimizer = torch.optim.Adam(loss.parameters(), lr=1e-2)
+        for _ in range(300):  # the data ask for a larger Lambda at every step
+            optimizer.zero_grad()
+            (-objective(loss.precision).sum()).backward()
+            optimizer.step()
+        moved[precision_map] = loss.precision.item()
+    assert moved["exp"] == pytest.approx(np.exp(3.0), rel=0.02)
+    assert moved["softplus"] == pytest.approx(1.0 + 3.0, rel=0.1)
+
+
+def test_identity_row_is_the_least_squares_read_out_of_g(tmp_path):
+    row = get_row("T1.5")
+    path = synthetic_run.run(row, 3, synthetic_run.Budget(), tmp_path)
+    result = json.loads(path.read_text())
+    z_fit, z_score = synthetic_run.held_out(row, 3)
+    g = invertible_mlp(10, 3, 3)
+    with torch.no_grad():
+        x_fit, x_score = (g(torch.from_numpy(z).float()).double().numpy() for z in (z_fit, z_score))
+    design = np.hstack([x_fit, np.ones((len(x_fit), 1))])
+    coef = np.linalg.lstsq(design, z_fit, rcond=None)[0]
+    prediction = np.hstack([x_score, np.ones((len(x_score), 1))]) @ coef
+    r2 = 1 - ((z_score - prediction) ** 2).sum(0) / ((z_score - z_score.mean(0)) ** 2).sum(0)
+    assert result["r2"] == pytest.approx(100 * r2.mean(), abs=1e-6)
+    assert 40 < result["r2"] < 90  # a nonlinear mixing: well below the trained encoders
+
+
+def test_a_row_resumes_to_the_result_of_an_unbroken_run(tmp_path, monkeypatch):
+    budget = synthetic_run.Budget(steps=12, batch_size=32, eval_every=4)
+    row = get_row("A.1")
+    unbroken = json.loads(synthetic_run.run(row, 0, budget, tmp_path / "a").read_text())
+    save = synthetic_run.save_checkpoint
+
+    def stop_after_saving(*args, **kwargs):
+        save(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(synthetic_run, "save_checkpoint", stop_after_saving)
+    with pytest.raises(KeyboardInterrupt):
+        synthetic_run.run(row, 0, budget, tmp_path / "b")
+    monkeypatch.setattr(synthetic_run, "save_checkpoint", save)
+    resumed = json.loads(synthetic_run.run(row, 0, budget, tmp_path / "b").read_text())
+    for key in ("r2", "mcc", "r2_per_latent", "precision"):
+        assert resumed[key] == unbroken[key]
+    assert [c["step"] for c in resumed["curve"]] == [4, 8, 12]
+    assert len(resumed["precision"]["learned_matched"]) == 10
+    assert not list((tmp_path / "b").glob(".*checkpoint*"))
+
+
+def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
+    out = tmp_path / "results"
+    for seed in (0, 1, 2):
+        assert main(["-q", "synthetic", "run", "--row", "T2.6", "--seed", str(seed), "--out", str(out),
+                     "--steps", "6", "--batch-size", "16", "--eval-every", "3"]) == 0
+    report = tmp_path / "report.md"
+    assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 0
+    text = report.read_text()
+    assert "| T2.6 |" in text and "58.26 ± 3.00" in text and "16 x 6" in text
+    assert "not reproduced" in text or "reproduced" in text  # 3 seeds: a verdict is given
+    assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 1
+    assert "--overwrite" in capsys.readouterr().err
+
+
+def test_verdicts_need_three_seeds_and_a_citable_paper_number():
+    paper = {"mcc": [58.26, 3.0], "r2": [99.5]}
+    assert verdict("mcc", summary([57.0, 60.0]), paper).startswith("not decidable (2 seeds)")
+    assert verdict("mcc", summary([55.0, 57.0, 59.0]), paper).startswith("reproduced")
+    assert verdict("mcc", summary([70.0, 71.0, 72.0]), paper).startswith("not reproduced")
+    assert verdict("r2", summary([96.0, 97.0, 97.5]), paper).startswith("not reproduced")  # tolerance 2
+    assert verdict("r2", summary([98.0, 98.5, 99.0]), {}) == "no paper number here"
