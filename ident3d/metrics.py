@@ -15,7 +15,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.optimize import linear_sum_assignment, minimize
 from scipy.spatial.distance import cdist
-from scipy.stats import rankdata
+from scipy.stats import rankdata, spearmanr
 
 KERNEL_ALPHAS = (1.0, 0.1, 0.01, 0.001)
 KERNEL_GAMMAS = tuple(np.logspace(-2, 2, 4))  # on standardised features, divided by d below
@@ -128,6 +128,18 @@ def mcc(z: np.ndarray, h: np.ndarray, method: str = "pearson",
                           np.abs(rho[np.arange(len(rho)), np.maximum(assignment, 0)]), 0.0)
     return per_latent, assignment
 
+
+
+def rank_agreement(truth: np.ndarray, values: np.ndarray, seed: int = 0,
+                   permutations: int = 10_000) -> dict[str, float | list[float]]:
+    """Spearman correlation of ``values`` with ``truth``, the 95% interval of that correlation when
+    ``values`` are randomly permuted (the null of no agreement), and the two-sided permutation p."""
+    rho = float(spearmanr(truth, values).statistic)
+    rng = np.random.default_rng(seed)
+    null = np.array([spearmanr(truth, rng.permutation(values)).statistic for _ in range(permutations)])
+    low, high = np.nanquantile(null, [0.025, 0.975])
+    return {"spearman": rho, "null_95": [float(low), float(high)],
+            "p_value": float((np.sum(np.abs(null) >= abs(rho)) + 1) / (permutations + 1))}
 
 
 def class_accuracy(c_fit: np.ndarray, h_fit: np.ndarray, c_score: np.ndarray, h_score: np.ndarray,

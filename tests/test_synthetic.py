@@ -200,9 +200,15 @@ def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
     assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 0
     text = report.read_text()
     assert "| T2.6 |" in text and "58.26 ± 3.00" in text and "16 x 6" in text
-    assert "not reproduced" in text or "reproduced" in text  # 3 seeds: a verdict is given
+    assert "reproduced (" in text and "not decidable" not in text  # 3 seeds: a verdict on MCC
     assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 1
     assert "--overwrite" in capsys.readouterr().err
+    crafted = json.loads(next(out.glob("*.json")).read_text()) | {"curve": [{"step": "x"}]}
+    (out / "zz-crafted.json").write_text(json.dumps(crafted))
+    assert main(["synthetic", "report", "--results", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "zz-crafted.json: not a synthetic result" in err and "curve" in err
+    assert err.count("\n") == 1
 
 
 def test_verdicts_need_three_seeds_and_a_citable_paper_number():

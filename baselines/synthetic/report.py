@@ -24,12 +24,48 @@ MIN_SEEDS = 3
 HIGH = 95.0  # a paper value at or above this is a success row (tolerance 2), else a failure (5)
 
 
+NUMBER = (int, float)
+REQUIRED = {"row": str, "title": str, "theory": str, "seed": int, "budget": dict, "paper": dict,
+            "paper_source": str, "cpu_seconds": NUMBER, "r2": NUMBER, "mcc": NUMBER, "curve": list}
+
+
+def _numbers(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, NUMBER) for v in value)
+
+
+def _problems(document: Any) -> list[str]:
+    if not isinstance(document, dict):
+        return ["not an object"]
+    wrong = [key for key, kind in REQUIRED.items() if not isinstance(document.get(key), kind)]
+    if not wrong:
+        budget, curve = document["budget"], document["curve"]
+        if not all(isinstance(budget.get(k), int) for k in ("batch_size", "steps")):
+            wrong.append("budget")
+        if not all(isinstance(c, dict) and all(isinstance(c.get(k), NUMBER) for k in ("step", "r2", "mcc"))
+                   for c in curve):
+            wrong.append("curve")
+        precision = document.get("precision", {})
+        if "spearman" in precision and not (
+                isinstance(precision["spearman"], NUMBER) and isinstance(precision.get("p_value"), NUMBER)
+                and _numbers(precision.get("null_95")) and len(precision["null_95"]) == 2
+                and _numbers(precision.get("learned_matched"))):
+            wrong.append("precision")
+        if not all(_numbers(v) and v for v in document["paper"].values()):
+            wrong.append("paper")
+    return wrong
+
+
 def load_results(folder: Path) -> list[dict[str, Any]]:
+    """Every result file of ``folder``; a JSON file that is not one is refused by name."""
     results = []
+    fix = "move it out of the results folder, or re-run `ident3d synthetic run` for its row and seed"
     for path in sorted(Path(folder).glob("*.json")):
-        document = read_json(path, TrainingError, "re-run `ident3d synthetic run` for this row and seed")
-        if isinstance(document, dict) and "row" in document and "budget" in document:
-            results.append(document)
+        document = read_json(path, TrainingError, fix)
+        wrong = _problems(document)
+        if wrong:
+            raise TrainingError(f"{path}: not a synthetic result (missing or mistyped: "
+                                f"{', '.join(wrong)}). Fix: {fix}.")
+        results.append(document)
     return results
 
 
