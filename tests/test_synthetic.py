@@ -218,3 +218,14 @@ def test_verdicts_need_three_seeds_and_a_citable_paper_number():
     assert verdict("mcc", summary([70.0, 71.0, 72.0]), paper).startswith("not reproduced")
     assert verdict("r2", summary([96.0, 97.0, 97.5]), paper).startswith("not reproduced")  # tolerance 2
     assert verdict("r2", summary([98.0, 98.5, 99.0]), {}) == "no paper number here"
+
+
+def test_rank_agreement_separates_recovered_precisions_from_chance():
+    from ident3d.metrics import rank_agreement
+
+    truth = np.linspace(5, 25, 10)
+    recovered = rank_agreement(truth, truth * 0.9 + 1, permutations=2000)
+    assert recovered["spearman"] == pytest.approx(1.0) and recovered["p_value"] < 0.01
+    assert recovered["null_95"][0] < 0 < recovered["null_95"][1] < 1
+    reversed_ = rank_agreement(truth, truth[::-1].copy(), permutations=2000)
+    assert reversed_["spearman"] == pytest.approx(-1.0)
