@@ -45,7 +45,7 @@ class Budget:
     eval_every: int = 500
 
     def tag(self) -> str:
-        return f"b{self.batch_size}-n{self.steps}"
+        return f"b{self.batch_size}-n{self.steps}-lr{self.lr:g}"
 
 
 def result_name(row: Row, seed: int, budget: Budget) -> str:

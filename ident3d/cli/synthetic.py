@@ -9,6 +9,7 @@ HELP = ("the papers' synthetic experiments (Zimmermann et al. Tables 1-2, AnInfo
         "experiment): list rows, run a row and seed, report")
 EXAMPLE = ("ident3d synthetic rows\n"
            "  ident3d synthetic run --row T2.1 --seed 0 --out results/synthetic\n"
+           "  ident3d synthetic sweep --out baselines/synthetic/results   # the measured plan\n"
            "  ident3d synthetic report --results results/synthetic --out docs/synthetic-results.md")
 
 
@@ -27,10 +28,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--precision-map", choices=["exp", "softplus"],
                      help="Lambda from its raw parameter (default: exp; softplus is the AnInfoNCE code's)")
     run.add_argument("--eval-every", type=positive_int, help="steps between curve points (default: 500)")
+    sweep = sub.add_parser("sweep", help="run a plan of rows x seeds (resumable; processes share the work)")
+    sweep.add_argument("--plan", type=Path,
+                       help="a plan TOML (default: the package's baselines/synthetic/plan.toml)")
+    sweep.add_argument("--only", help="run only the sweep of this name")
+    sweep.add_argument("--out", type=Path, required=True, help="folder of result files")
     report = sub.add_parser("report", help="the Markdown table of a folder of results, paper numbers beside")
     report.add_argument("--results", type=Path, required=True, help="the folder `run --out` wrote")
     report.add_argument("--out", type=Path, help="write the report here (default: print it)")
     report.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    report.add_argument("--readme", action="store_true",
+                        help="the README's short table instead of the full report")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{row.id:6} {row.theory:12} {row.title}" + (f"  [paper: {paper}]" if paper else ""))
         return 0
     if args.action == "report":
-        from baselines.synthetic.report import report
+        from baselines.synthetic.report import readme_block, report
 
-        text = report(args.results)
+        text = readme_block(args.results) + "\n" if args.readme else report(args.results)
         if args.out is None:
             print(text, end="")
             return 0
@@ -53,6 +61,12 @@ def run(args: argparse.Namespace) -> int:
 
         check_output_file(args.out, "--out", reads=(args.results,), overwrite=args.overwrite)
         atomic.write_bytes(args.out, text.encode())
+        return 0
+    if args.action == "sweep":
+        from baselines.synthetic.sweep import load_plan, sweep
+
+        for path in sweep(load_plan(args.plan), args.out, only=args.only, progress=not args.quiet):
+            print(path)
         return 0
     from dataclasses import replace
 

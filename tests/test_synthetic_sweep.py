@@ -1,0 +1,96 @@
+"""The synthetic plan: parsed and checked, shared by processes through lock files, resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from baselines.synthetic.sweep import claim, load_plan, parse_plan, sweep
+from ident3d.cli import main
+from ident3d.errors import TrainingError
+
+TINY = """
+[[sweep]]
+name = "tiny"
+rows = ["T2.10", "T2.6"]
+seeds = [0, 1]
+budget = { steps = 4, batch_size = 16, eval_every = 2 }
+"""
+
+
+def test_the_package_plan_names_known_rows_and_every_bad_plan_is_refused_by_name(tmp_path):
+    plan = load_plan()
+    assert {s.name for s in plan} >= {"table", "aninfonce"}
+    assert all(len(s.seeds) >= 3 for s in plan if s.name == "table")
+    for text, words in [
+        ("[[sweep]]\nname = 'x'\nrows = ['T9.9']\nseeds = [0]", "unknown synthetic row 'T9.9'"),
+        ("[[sweep]]\nname = 'x'\nrows = ['T2.1']\nseeds = [0]\nbudget = { step = 3 }", "budget must be"),
+        ("[[sweep]]\nname = 'x'\nrows = ['T2.1']\nseeds = [0]\nbudget = { steps = '3' }", "steps = '3'"),
+        ("[[sweep]]\nname = 'x'\nrows = ['T2.1']\nseeds = [-1]", "seeds >= 0"),
+        ("sweep = [", "not TOML"),
+        ("", "no [[sweep]] table"),
+    ]:
+        with pytest.raises(TrainingError) as caught:
+            parse_plan(text, "crafted.toml")
+        assert "crafted.toml" in str(caught.value) or "T9.9" in str(caught.value)
+        assert words in str(caught.value)
+    (tmp_path / "big.toml").write_bytes(b"#" * (2 << 20))
+    with pytest.raises(TrainingError, match="big.toml: not a readable plan"):
+        load_plan(tmp_path / "big.toml")
+
+
+def test_a_live_claim_is_respected_and_a_dead_one_is_taken_over(tmp_path):
+    lock = tmp_path / ".run.lock"
+    with claim(lock) as owned:
+        assert owned and lock.read_text() == str(os.getpid())
+        with claim(lock) as again:
+            assert not again  # held by a live process (this one)
+    assert not lock.exists()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    lock.write_text(dead)
+    with claim(lock) as owned:
+        assert owned and lock.read_text() != dead
+
+
+def test_a_sweep_runs_what_is_missing_skips_what_is_claimed_and_then_has_nothing_to_do(tmp_path, capsys):
+    plan, out = tmp_path / "plan.toml", tmp_path / "results"
+    plan.write_text(TINY)
+    out.mkdir()
+    busy = out / ".T2.6-seed1-b16-n4-lr0.0001.lock"
+    busy.write_text(str(os.getpid()))  # another (live) process is on this run
+    assert main(["-q", "synthetic", "sweep", "--plan", str(plan), "--out", str(out)]) == 0
+    written = sorted(p.name for p in out.glob("*.json"))
+    assert written == ["T2.10-seed0-b16-n4-lr0.0001.json", "T2.10-seed1-b16-n4-lr0.0001.json",
+                       "T2.6-seed0-b16-n4-lr0.0001.json"]
+    assert json.loads((out / written[2]).read_text())["budget"]["steps"] == 4
+    busy.unlink()
+    capsys.readouterr()
+    assert sweep(parse_plan(TINY, "tiny"), out, only="tiny", progress=False) == [
+        out / "T2.6-seed1-b16-n4-lr0.0001.json"]
+    assert sweep(parse_plan(TINY, "tiny"), out, progress=False) == []
+    assert not list(out.glob(".*"))  # no lock or checkpoint left behind
+    assert main(["synthetic", "sweep", "--plan", str(plan), "--out", str(out), "--only", "nope"]) == 1
+    assert "no sweep named 'nope'" in capsys.readouterr().err
+
+
+def test_readme_and_docs_show_the_committed_results(monkeypatch):
+    from pathlib import Path
+
+    from baselines.synthetic.report import README_BEGIN, README_END, readme_block, report
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    results = Path("baselines/synthetic/results")
+    readme = Path("README.md").read_text()
+    start, end = readme.index(README_BEGIN), readme.index(README_END) + len(README_END)
+    assert readme[start:end] == readme_block(results), \
+        "README synthetic table is stale: paste `ident3d synthetic report --results " \
+        "baselines/synthetic/results --readme`"
+    assert Path("docs/synthetic-results.md").read_text() == report(results), \
+        "docs/synthetic-results.md is stale: run `ident3d synthetic report --results " \
+        "baselines/synthetic/results --out docs/synthetic-results.md --overwrite`"
