@@ -242,3 +242,25 @@ def test_rank_agreement_separates_recovered_precisions_from_chance():
     assert recovered["null_95"][0] < 0 < recovered["null_95"][1] < 1
     reversed_ = rank_agreement(truth, truth[::-1].copy(), permutations=2000)
     assert reversed_["spearman"] == pytest.approx(-1.0)
+
+
+def test_report_draws_lambda_trajectories_beside_itself(tmp_path):
+    from xml.etree import ElementTree
+
+    out = tmp_path / "results"
+    budget = synthetic_run.Budget(steps=8, batch_size=32, eval_every=4)
+    for row in ("A.1", "A.2"):
+        synthetic_run.run(get_row(row), 0, budget, out)
+    report = tmp_path / "docs" / "report.md"
+    assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 0
+    drawn = sorted((tmp_path / "docs" / "synthetic-figures").glob("*.svg"))
+    assert [p.name for p in drawn] == ["lambda-A.1-seed0-b32-n8-lr0.0001.svg",
+                                       "lambda-A.2-seed0-b32-n8-lr0.0001.svg"]
+    assert "](synthetic-figures/lambda-A.1-seed0-b32-n8-lr0.0001.svg)" in report.read_text()
+    svg = "{http://www.w3.org/2000/svg}"
+    anisotropic, isotropic = (ElementTree.parse(p).getroot() for p in drawn)
+    assert len(anisotropic.findall(f"{svg}polyline")) == 10  # one learned Lambda per feature
+    assert len(isotropic.findall(f"{svg}polyline")) == 1  # one shared precision
+    dashed = [e for e in anisotropic.findall(f"{svg}line") if e.get("stroke-dasharray")]
+    assert len(dashed) == 10  # the true precisions, 5 ... 25
+    assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 1  # no overwrite

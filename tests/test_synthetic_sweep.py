@@ -81,7 +81,7 @@ def test_a_sweep_runs_what_is_missing_skips_what_is_claimed_and_then_has_nothing
 def test_readme_and_docs_show_the_committed_results(monkeypatch):
     from pathlib import Path
 
-    from baselines.synthetic.report import README_BEGIN, README_END, readme_block, report
+    from baselines.synthetic.report import FIGURES, README_BEGIN, README_END, figures, readme_block, report
 
     root = Path(__file__).resolve().parents[1]
     monkeypatch.chdir(root)
@@ -94,3 +94,7 @@ def test_readme_and_docs_show_the_committed_results(monkeypatch):
     assert Path("docs/synthetic-results.md").read_text() == report(results), \
         "docs/synthetic-results.md is stale: run `ident3d synthetic report --results " \
         "baselines/synthetic/results --out docs/synthetic-results.md --overwrite`"
+    drawn = figures(results)
+    assert {p.name for p in Path("docs", FIGURES).glob("*.svg")} == set(drawn)
+    for name, svg in drawn.items():
+        assert Path("docs", FIGURES, name).read_text() == svg

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from baselines.synthetic.figures import figure_name, has_trajectory, lambda_svg
 from baselines.synthetic.table import rows
 from ident3d.errors import TrainingError
 from ident3d.readers import read_json
@@ -190,6 +191,14 @@ def readme_block(folder: Path) -> str:
     return "\n".join([*lines, README_END])
 
 
+FIGURES = "synthetic-figures"  # folder of the figures, beside the report
+
+
+def figures(folder: Path) -> dict[str, str]:
+    """The report's figures: file name (inside FIGURES) -> SVG text."""
+    return {figure_name(r): lambda_svg(r) for r in load_results(folder) if has_trajectory(r)}
+
+
 def report(folder: Path) -> str:
     results = load_results(folder)
     sources = sorted({(r["row"], r["paper_source"]) for r in results if r["paper_source"]})
@@ -200,6 +209,10 @@ def report(folder: Path) -> str:
     if len(lambda_lines) > 2:
         parts += ["", "AnInfoNCE: is Lambda recovered? (null: the same learned values under random "
                   "matchings, 10,000 permutations)", "", *lambda_lines]
+    drawn = [r for r in results if has_trajectory(r)]
+    if drawn:
+        parts += ["", "Lambda's trajectory (written beside the report by `--out`):", "",
+                  *(f"![{r['row']} seed {r['seed']}]({FIGURES}/{figure_name(r)})" for r in drawn)]
     if sources:
         parts += ["", "Paper numbers: " + "; ".join(f"{row}: {source}" for row, source in sources) + "."]
     return "\n".join(parts) + "\n"

@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sweep.add_argument("--out", type=Path, required=True, help="folder of result files")
     report = sub.add_parser("report", help="the Markdown table of a folder of results, paper numbers beside")
     report.add_argument("--results", type=Path, required=True, help="the folder `run --out` wrote")
-    report.add_argument("--out", type=Path, help="write the report here (default: print it)")
+    report.add_argument("--out", type=Path, help="write the report here, its figures into "
+                        "synthetic-figures/ beside it (default: print the report)")
     report.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     report.add_argument("--readme", action="store_true",
                         help="the README's short table instead of the full report")
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{row.id:6} {row.theory:12} {row.title}" + (f"  [paper: {paper}]" if paper else ""))
         return 0
     if args.action == "report":
-        from baselines.synthetic.report import readme_block, report
+        from baselines.synthetic.report import FIGURES, figures, readme_block, report
 
         text = readme_block(args.results) + "\n" if args.readme else report(args.results)
         if args.out is None:
@@ -59,8 +60,14 @@ def run(args: argparse.Namespace) -> int:
             return 0
         from ident3d import atomic
 
-        check_output_file(args.out, "--out", reads=(args.results,), overwrite=args.overwrite)
-        atomic.write_bytes(args.out, text.encode())
+        drawn = {} if args.readme else figures(args.results)
+        beside = args.out.parent / FIGURES
+        targets = [(args.out, text), *((beside / name, svg) for name, svg in drawn.items())]
+        for path, _ in targets:
+            check_output_file(path, "--out", reads=(args.results,), overwrite=args.overwrite)
+        for path, content in targets:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic.write_bytes(path, content.encode())
         return 0
     if args.action == "sweep":
         from baselines.synthetic.sweep import load_plan, sweep
