@@ -18,6 +18,7 @@ import numpy as np
 from scipy import stats
 
 from baselines.synthetic.figures import figure_name, has_trajectory, lambda_svg
+from baselines.synthetic.run import Budget
 from baselines.synthetic.table import rows
 from ident3d.errors import TrainingError
 from ident3d.readers import read_json
@@ -40,9 +41,10 @@ def _problems(document: Any) -> list[str]:
         return ["not an object"]
     wrong = [key for key, kind in REQUIRED.items() if not isinstance(document.get(key), kind)]
     if not wrong:
-        budget, curve = document["budget"], document["curve"]
-        if not (all(isinstance(budget.get(k), int) for k in ("batch_size", "steps"))
-                and isinstance(budget.get("lr"), NUMBER)):
+        curve = document["curve"]
+        try:
+            Budget.parse(document["budget"], "result", complete=True)
+        except TrainingError:
             wrong.append("budget")
         if not all(isinstance(c, dict) and all(isinstance(c.get(k), NUMBER) for k in ("step", "r2", "mcc"))
                    for c in curve):
@@ -117,8 +119,8 @@ def paper_cell(paper: dict[str, list[float]], metric: str) -> str:
 def groups(results: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in results:
-        b = r["budget"]
-        grouped[(r["row"], f"{b['batch_size']} x {b['steps']:,}, lr {b['lr']:g}")].append(r)
+        trained = bool(r["curve"])  # an identity read-out has no curve: its budget does not apply
+        grouped[(r["row"], Budget(**r["budget"]).label() if trained else "none (not trained)")].append(r)
     order = list(rows())
     return dict(sorted(grouped.items(), key=lambda kv: (order.index(kv[0][0]) if kv[0][0] in order
                                                         else len(order), kv[0][0], kv[0][1])))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +21,12 @@ from torch import nn
 from torch.nn import functional as F
 
 from baselines.checkpoints import load_checkpoint, readable_checkpoint, save_checkpoint
-from baselines.losses import AnInfoNCE, build_loss
+from baselines.losses import PRECISION_MAPS, AnInfoNCE, build_loss
 from baselines.models import MLPEncoder
 from baselines.synthetic.processes import invertible_mlp
 from baselines.synthetic.table import Row
 from ident3d import __version__, atomic, metrics
+from ident3d.errors import TrainingError
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,35 @@ class Budget:
     precision_map: str = "exp"
     eval_every: int = 500
 
+    @classmethod
+    def parse(cls, values: object, where: str, complete: bool = False) -> Budget:
+        """A budget from a plan's table (any subset of the fields) or a result file (all of them)."""
+        names = [f.name for f in fields(cls)]
+        if (not isinstance(values, dict) or set(values) - set(names)
+                or (complete and set(values) != set(names))):
+            raise TrainingError(f"{where}: budget must be a table of {', '.join(names)}")
+        for key, value in values.items():
+            kind = type(getattr(cls, key))
+            allowed = (int, float) if kind is float else (kind,)
+            if isinstance(value, bool) or not isinstance(value, allowed) or (kind is not str and value <= 0):
+                raise TrainingError(f"{where}: budget {key} = {value!r}; expected a positive {kind.__name__}")
+        if values.get("precision_map", cls.precision_map) not in PRECISION_MAPS:
+            raise TrainingError(f"{where}: budget precision_map = {values['precision_map']!r}; expected "
+                                f"one of {', '.join(PRECISION_MAPS)}")
+        return cls(**values)
+
     def tag(self) -> str:
-        return f"b{self.batch_size}-n{self.steps}-lr{self.lr:g}"
+        """What tells results apart in a file name: batch, steps, learning rates, Lambda's map."""
+        extra = "".join([f"-llr{self.loss_lr:g}" if self.loss_lr != Budget.loss_lr else "",
+                         f"-{self.precision_map}" if self.precision_map != Budget.precision_map else ""])
+        return f"b{self.batch_size}-n{self.steps}-lr{self.lr:g}{extra}"
+
+    def label(self) -> str:
+        """The same, for people: ``256 x 10,000, lr 0.001`` (and what else differs from the defaults)."""
+        extra = "".join([f", Lambda lr {self.loss_lr:g}" if self.loss_lr != Budget.loss_lr else "",
+                         f", {self.precision_map} Lambda" if self.precision_map != Budget.precision_map
+                         else ""])
+        return f"{self.batch_size} x {self.steps:,}, lr {self.lr:g}{extra}"
 
 
 def result_name(row: Row, seed: int, budget: Budget) -> str:

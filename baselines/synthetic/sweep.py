@@ -14,7 +14,7 @@ import os
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
@@ -24,9 +24,6 @@ from ident3d.errors import TrainingError
 from ident3d.readers import read_regular
 
 log = logging.getLogger(__name__)
-
-BUDGET_KEYS = tuple(f.name for f in fields(Budget))
-
 
 @dataclass(frozen=True)
 class Sweep:
@@ -52,18 +49,6 @@ def load_plan(path: Path | None = None) -> list[Sweep]:
     return parse_plan(text, str(path))
 
 
-def _budget(values: object, where: str) -> Budget:
-    defaults = Budget()
-    if not isinstance(values, dict) or set(values) - set(BUDGET_KEYS):
-        raise TrainingError(f"{where}: budget must be a table of {', '.join(BUDGET_KEYS)}")
-    for key, value in values.items():
-        kind = type(getattr(defaults, key))
-        allowed = (int, float) if kind is float else (kind,)
-        if isinstance(value, bool) or not isinstance(value, allowed):
-            raise TrainingError(f"{where}: budget {key} = {value!r}; expected a {kind.__name__}")
-    return Budget(**values)
-
-
 def parse_plan(text: str, source: str) -> list[Sweep]:
     """The sweeps of a plan's text; every row id and budget value is checked before anything runs."""
     try:
@@ -81,7 +66,7 @@ def parse_plan(text: str, source: str) -> list[Sweep]:
                                 f"Fix: lay it out like {PLAN}.")
         for row_id in rows:
             get_row(row_id)
-        sweeps.append(Sweep(name, tuple(rows), tuple(seeds), _budget(entry.get("budget", {}), where)))
+        sweeps.append(Sweep(name, tuple(rows), tuple(seeds), Budget.parse(entry.get("budget", {}), where)))
     if not sweeps:
         raise TrainingError(f"{source}: no [[sweep]] table. Fix: lay it out like {PLAN}.")
     return sweeps
