@@ -80,20 +80,25 @@ class PairDataset(Dataset):
     dataset: ThreeDIdent
     transform: Callable[[torch.Tensor], torch.Tensor] | None = None
     uint8: bool = False  # deliver uint8 images; the training device converts them
-    _epoch: torch.Tensor | None = None
+    _epoch: torch.Tensor
+
+    def __new__(cls, *args: object, **kwargs: object) -> PairDataset:
+        # The epoch lives in shared memory from the start, so DataLoader workers started before any
+        # set_epoch call (persistent ones included, fork or spawn) see every later change.
+        pairs = super().__new__(cls)
+        pairs._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
+        return pairs
 
     def sample_indices(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
     @property
     def epoch(self) -> int:
-        return 0 if self._epoch is None else int(self._epoch[0])
+        return int(self._epoch[0])
 
     def set_epoch(self, epoch: int) -> None:
-        """Draw the pairs of ``epoch`` from now on, in this process and in every DataLoader worker,
-        persistent ones included (the epoch lives in shared memory). Call it before iterating."""
-        if self._epoch is None:
-            self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
+        """Draw the pairs of ``epoch`` from now on, in this process and in every DataLoader worker
+        (persistent ones included); the first epoch is 0 without any call."""
         self._epoch[0] = int(epoch)
 
     def __getitems__(self, items: list[int]) -> list[tuple[torch.Tensor, ...]]:

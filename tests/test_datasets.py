@@ -155,13 +155,16 @@ def test_top_level_exports_and_negative_indices(tmp_path):
 
 
 @pytest.mark.parametrize("ctx", ["fork", "spawn"])
-def test_set_epoch_reaches_persistent_workers(fake_split, ctx):
+@pytest.mark.parametrize("first_call", [True, False])
+def test_set_epoch_reaches_persistent_workers(fake_split, ctx, first_call):
+    """With or without set_epoch(0) before the workers start: each epoch draws its own pairs."""
     pairs = ContrastivePairs(ThreeDIdent(fake_split), scale=0.3, seed=5, epoch_length=16)
     loader = DataLoader(pairs, batch_size=8, num_workers=2, persistent_workers=True,
                         multiprocessing_context=ctx)
     seen = []
     for epoch in range(3):
-        pairs.set_epoch(epoch)
+        if epoch or first_call:
+            pairs.set_epoch(epoch)
         seen.append(torch.cat([z for _, _, z, _ in loader]))
     for epoch in range(3):  # the same pairs as a fresh loader without workers gives for that epoch
         pairs.set_epoch(epoch)
