@@ -7,6 +7,7 @@ precision; an isotropic run has one learned value, drawn in grey.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 360, 56, 16, 28, 40
@@ -24,9 +25,12 @@ def has_trajectory(result: dict[str, Any]) -> bool:
     return bool(result["curve"]) and all("precision" in c for c in result["curve"])
 
 
-def _ticks(top: float, count: int = 5) -> list[float]:
-    step = top / count
-    return [step * i for i in range(count + 1)]
+def _ticks(top: float, count: int = 6) -> list[float]:
+    """Round values (1, 2 or 5 times a power of ten apart) from 0 up to ``top``."""
+    raw = top / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return [step * i for i in range(int(top // step) + 1)]
 
 
 def lambda_svg(result: dict[str, Any]) -> str:
