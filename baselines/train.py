@@ -41,20 +41,11 @@ from ident3d import atomic, metrics
 from ident3d.batching import PairLoader, collate_views
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
-from ident3d.evaluation import encode, evaluate
+from ident3d.evaluation import encode, evaluate, torch_device
 from ident3d.layout import SplitLayout
 from ident3d.pairs import PairDataset
 
 log = logging.getLogger(__name__)
-
-
-def resolve_device(requested: str) -> torch.device:
-    if requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise TrainingError("device 'cuda' was asked for but torch sees no CUDA GPU. "
-                            "Fix: run on a GPU machine, or pass --device cpu.")
-    return torch.device(requested)
 
 
 def build_model(config: TrainConfig, mean: list[float], std: list[float]) -> Encoder:
@@ -190,7 +181,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
         if diff:
             raise TrainingError(f"--resume {out}: the saved run used other settings ({'; '.join(diff)}). "
                                 "Fix: repeat the original settings, or start a new --out.")
-    device = resolve_device(config.device)
+    device = torch_device(None if config.device == "auto" else config.device)
     train_set = ThreeDIdent(config.data, config.train_split)
     has_eval = SplitLayout(Path(config.data), config.eval_split).raw_latents.exists()
     eval_set = ThreeDIdent(config.data, config.eval_split) if has_eval else None

@@ -132,7 +132,7 @@ def torch_device(requested: str | None) -> torch.device:
         raise DeviceError(f"--device {requested!r} is not a torch device. Fix: use cpu or cuda."
                           ) from None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise DeviceError(f"--device {requested} was asked for but torch sees no CUDA GPU. "
+        raise DeviceError("a GPU was asked for (--device gpu, cuda or cuda:N) but torch sees no CUDA GPU. "
                           "Fix: run on a GPU machine, or pass --device cpu.")
     if dev.type not in ("cpu", "cuda"):
         raise DeviceError(f"--device {requested}: only cpu and cuda are supported. Fix: use one.")

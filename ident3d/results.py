@@ -46,14 +46,23 @@ def result_schema() -> dict[str, Any]:
     return json.loads(files("ident3d.schemas").joinpath("result-v1.json").read_text())
 
 
+def schema_problem(error: Any) -> str:
+    """``field WHERE: WHAT`` of a jsonschema ValidationError; a failed pattern is described in words
+    (the schema's description) instead of the regular expression."""
+    where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+    described = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if error.validator == "pattern" and described:
+        return f"field {where}: {error.instance!r} is not of the form {described}"
+    return f"field {where}: {error.message}"
+
+
 def validate_result(document: dict[str, Any]) -> None:
     import jsonschema
 
     try:
         jsonschema.validate(document, result_schema())
     except jsonschema.ValidationError as error:
-        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise ResultError(f"result field {where}: {error.message}") from None
+        raise ResultError(f"result {schema_problem(error)}") from None
     where = non_finite_field(document)
     if where is not None:
         raise ResultError(f"result field {where}: NaN or infinity; every number must be finite.")

@@ -14,7 +14,7 @@ from typing import Any
 from ident3d import atomic
 from ident3d.errors import ResultError
 from ident3d.readers import read_json
-from ident3d.results import METRIC_KEYS, validate_result
+from ident3d.results import METRIC_KEYS, schema_problem, validate_result
 from ident3d.tracks import tracks
 
 ENTRY_SCHEMA = "ident3d-leaderboard-entry/1"
@@ -33,8 +33,7 @@ def validate_entry(entry: Any, source: str) -> dict[str, Any]:
     try:
         jsonschema.validate(entry, entry_schema())
     except jsonschema.ValidationError as error:
-        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise ResultError(f"{source}: field {where}: {error.message}") from None
+        raise ResultError(f"{source}: {schema_problem(error)}") from None
     if entry["result"] is not None:
         try:
             validate_result(entry["result"])

@@ -203,6 +203,7 @@ CASES = [
     Case("batch-size-zero", [*EVAL, "{w}/clean.pt2", "--batch-size", "0"], 2, "--batch-size", OUT),
     Case("batch-size-negative", [*EVAL, "{w}/clean.pt2", "--batch-size", "-3"], 2, "--batch-size", OUT),
     Case("device-cuda-without-gpu", [*EVAL, "{w}/clean.pt2", "--device", "cuda"], 1, "CUDA", OUT),
+    Case("device-gpu-without-gpu", [*EVAL, "{w}/clean.pt2", "--device", "gpu"], 1, "--device gpu", OUT),
     Case("device-nonsense", [*EVAL, "{w}/clean.pt2", "--device", "tpu9"], 2, "tpu9", OUT),
     Case("protocol-unknown", [*EVAL, "{w}/clean.pt2", "--protocol", "mine"], 2, "--protocol", OUT),
     # evaluate: broken data
@@ -263,6 +264,9 @@ CASES = [
                                 "--entries", "{w}/out/entries"], 1, "garbage.json", "{w}/out/entries"),
     Case("compare-truncated-result", ["leaderboard", "compare", "{w}/results/truncated.json"], 1,
          "truncated.json"),
+    Case("add-malformed-id", ["leaderboard", "add", "{w}/results/clean.json", "--id", "tiny",
+                              "--entries", "{w}/out/entries"], 1, "'tiny' is not of the form <Author><Year>",
+         "{w}/out/entries"),
     Case("add-missing-result", ["leaderboard", "add", "{w}/results/none.json", "--id", "Doe2026None",
                                 "--entries", "{w}/out/entries"], 1, "none.json", "{w}/out/entries"),
     Case("add-checkpoint-crafted-pt2", ["leaderboard", "add", "{w}/results/clean.json", "--id", "Doe2026Evil",
