@@ -52,8 +52,8 @@ def fetch_record(record: str, base_url: str = DEFAULT_BASE_URL) -> dict[str, Any
         with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
             return json.loads(response.read())
     except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-        raise DownloadError(f"cannot reach {url} ({error}). Fix: check the network, or pass "
-                            "--base-url for a mirror.") from error
+        raise DownloadError(f"cannot reach {url} ({error}). Fix: check the network, or use a mirror "
+                            "(--base-url; base_url= in Python).") from error
     except json.JSONDecodeError as error:
         raise DownloadError(f"{url} did not return a Zenodo record (JSON): {error}") from error
 
@@ -62,7 +62,8 @@ def _file_entry(record: dict[str, Any], key: str, record_id: str) -> dict[str, A
     for entry in record.get("files", []):
         if entry.get("key") == key:
             return entry
-    raise DownloadError(f"record {record_id} has no file {key!r}. Fix: check --record and --split.")
+    raise DownloadError(f"record {record_id} has no file {key!r}. Fix: check the record and the split "
+                        "(--record and --split; record= and split= in Python).")
 
 
 def md5_file(path: Path) -> str:
@@ -205,8 +206,8 @@ def download_split(root: Path, split: str, record: str = DEFAULT_RECORD,
     if (layout.folder.exists() or layout.folder.is_symlink()) and not overwrite:
         raise DownloadError(
             f"{layout.folder} already exists and was not made by `ident3d download`; it is left "
-            f"untouched. Fix: choose another --data, or add --overwrite to replace it once the new "
-            f"download is complete and verified.")
+            f"untouched. Fix: choose another root (--data; root= in Python), or replace it once the new "
+            f"download is complete and verified (--overwrite; overwrite=True in Python).")
     key = archive_name(split)
     downloads = root / ".downloads"
     archive = downloads / key

@@ -135,11 +135,11 @@ def prepare(job: RenderJob) -> None:
         if diff:
             raise ManifestMismatchError(
                 f"{lay.folder} already holds a render with other settings ({'; '.join(diff)}). "
-                "Fix: use another --out or --split, or repeat the original settings to resume.")
+                "Fix: use another --data or --split, or repeat the original settings to resume.")
     elif lay.manifest.exists() or lay.raw_latents.exists():
         raise ManifestMismatchError(
             f"{lay.folder} already holds a dataset not rendered by this command. "
-            "Fix: choose an empty --out or --split.")
+            "Fix: choose an empty --data or --split.")
     lay.images.mkdir(parents=True, exist_ok=True)
     if not lay.raw_latents.exists():
         atomic.save_npy(lay.raw_latents, job.raw)

@@ -113,8 +113,9 @@ def test_an_existing_split_is_never_replaced_and_overwrite_swaps_only_after_succ
     bad = FakeZenodo({"3dident_test.tar": archive}, md5={"3dident_test.tar": "0" * 32})
     good = FakeZenodo({"3dident_test.tar": archive})
     try:
-        with pytest.raises(DownloadError, match="already exists"):
+        with pytest.raises(DownloadError, match="already exists") as refused:
             download_split(root, "test", record="999", base_url=good.url, progress=False)
+        assert "root= in Python" in str(refused.value) and "overwrite=True in Python" in str(refused.value)
         with pytest.raises(DownloadError, match="MD5"):  # a failed overwrite keeps the old split
             download_split(root, "test", record="999", base_url=bad.url, progress=False, overwrite=True)
         after = sorted((p.name, p.read_bytes()) for p in (root / "test").rglob("*") if p.is_file())

@@ -236,6 +236,8 @@ CASES = [
     *[Case(f"render-{flag}-{value}", ["render", "--out", "{w}/out/r", f"--{flag}", value], 2, f"--{flag}",
            "{w}/out/r")
       for flag, value in (("n", "0"), ("resolution", "0"), ("samples", "-1"), ("workers", "0"))],
+    Case("render-over-a-dataset", ["render", "--data", D, "--split", "test", "--n", "4"], 1,
+         "choose an empty --data"),
     Case("render-corrupt-job", ["render", "--out", "{w}/render", "--split", "train", "--n", "4"], 1,
          "render_job.json"),
     Case("render-latents-empty", ["render", "--out", "{w}/out/r", "--latents", f"{M}/empty.npy"], 1,
