@@ -39,7 +39,19 @@ class Result:
             cells = "".join(f"{row[c]:>14.4f}" if row.get(c) is not None else f"{'-':>14}"
                             for c in cols)
             lines.append(f"{row['factor']:<16}{cells}")
+        for c in self.document.get("classes", []):
+            lines.append(f"{c['factor']:<16}class accuracy {c['accuracy']:.4f} (chance {c['chance']:.4f}, "
+                         f"{c['n_classes']} classes)")
         return "\n".join(lines)
+
+    def destination(self, path: Path) -> str:
+        """Where this result can go: the track's leaderboard table, or only comparisons (custom data)."""
+        track = self.document["dataset"]["track"]
+        if track.startswith("custom:"):
+            return (f"data: {track}, not a track's split, so no leaderboard table takes this result; "
+                    "`ident3d leaderboard compare` still places it (tracks: `ident3d tracks`)")
+        return (f"track: {track}; enter it in that table with `ident3d leaderboard add {path} --id "
+                "<Author><Year><FirstWord>`")
 
 
 def result_schema() -> dict[str, Any]:

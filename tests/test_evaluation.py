@@ -125,6 +125,8 @@ def test_cli_writes_a_valid_result(data, tmp_path):
     assert cli.returncode == 0, cli.stderr
     assert "object_hue" in cli.stdout
     document = json.loads(out.read_text())
+    assert document["dataset"]["track"].startswith("custom:")  # a fixture, not a track's split
+    assert f"data: {document['dataset']['track']}, not a track's split" in cli.stdout
     validate_result(document)
     assert document["model"]["name"] == "oracle"
     document["metrics"]["linear_r2"] = 1.5

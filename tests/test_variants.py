@@ -246,6 +246,9 @@ def test_a_builtin_variant_renders_loads_trains_and_evaluates(tmp_path, variant)
         (klass,) = result["classes"]
         assert klass["factor"] == "object_class" and klass["n_classes"] == 7
         assert 0 <= klass["accuracy"] <= 1 and result["class_accuracy"] == klass["accuracy"]
+        from ident3d.results import Result
+
+        assert f"object_class    class accuracy {klass['accuracy']:.4f}" in Result(result).table()
     else:
         assert "classes" not in result
 

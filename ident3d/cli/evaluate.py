@@ -51,4 +51,5 @@ def run(args: argparse.Namespace) -> int:
     result.save(args.out)
     print(result.table())
     print(f"wrote {args.out}")
+    print(result.destination(args.out))
     return 0
