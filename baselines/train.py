@@ -22,6 +22,7 @@ import math
 import os
 import shutil
 import time
+import warnings
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,11 @@ def export_program(model: torch.nn.Module, pt2: Path, resolution: int) -> Path:
     program = torch.export.export(model.to("cpu").eval(), (example,),
                                   dynamic_shapes=({0: torch.export.Dim("batch")},))
     buffer = io.BytesIO()  # torch.export.save wants a name ending in .pt2, or a buffer
-    torch.export.save(program, buffer)
+    with warnings.catch_warnings():
+        # torch warns when weights share storage with another layout (channels-last training); the
+        # weights are on the CPU here, the case the warning says is fine
+        warnings.filterwarnings("ignore", message="No complete tensor found in the group")
+        torch.export.save(program, buffer)
     atomic.write_bytes(pt2, buffer.getvalue())
     return pt2
 

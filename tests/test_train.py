@@ -1,6 +1,7 @@
 """The training loop: exact resume, exports that match the in-memory model, and real learning."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -164,14 +165,20 @@ def test_train_takes_a_config_file_and_set_overrides_over_the_preset(fake_data, 
                                         "0.2]\niterations = 2\nbatch_size = 8\nlog_every = 1\n"
                                         "checkpoint_every = 1\neval_every = 0\n")
     mine = str(tmp_path / "mine.toml")
-    code = main(["train", "--data", str(fake_data), "--preset", "smoke", "--config", mine,
-                 "--set", "tau=0.25", "--set", "include_self=true", "--set", "loss=aninfonce-isotropic",
-                 "--out", str(tmp_path / "run"), "-q"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(["train", "--data", str(fake_data), "--preset", "smoke", "--config", mine,
+                     "--set", "tau=0.25", "--set", "include_self=true", "--set", "loss=aninfonce-isotropic",
+                     "--out", str(tmp_path / "run"), "-q"])
     assert code == 0
+    assert not [w for w in caught if "torch/export" in w.filename], "export warns the user"
     saved = json.loads((tmp_path / "run/config.json").read_text())
     assert saved["tau"] == 0.25 and saved["include_self"] is True and saved["scale"][1] == 0.2
     assert saved["preset"] == "smoke" and saved["iterations"] == 2
     assert len(read_log(tmp_path / "run/log.jsonl")[0]["precision"]) == 1  # the learned Lambda is logged
-    capsys.readouterr()
+    printed = capsys.readouterr().out  # the score, as evaluate prints it, and where it can go
+    assert "linear_r2" in printed and "mean" in printed
+    assert f"wrote {tmp_path / 'run' / 'result.json'}" in printed
+    assert "not a track's split" in printed
     assert main(["train", "--data", str(fake_data), "--out", str(tmp_path / "r2"), "--set", "tau"]) == 1
     assert "expected key=value" in capsys.readouterr().err

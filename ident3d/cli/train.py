@@ -62,5 +62,16 @@ def run(args: argparse.Namespace) -> int:
                  seed=args.seed, workers=args.workers, compile=args.compile, amp=args.amp, stem=args.stem)
     settings.update({k: v for k, v in flags.items() if v is not None})
     config = load_preset(args.preset, **{**settings, "data": str(args.data.resolve())})
-    print(train(config, args.out, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite))
+    written = train(config, args.out, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite)
+    if written.name == "result.json":  # scored on the test split: show the score as evaluate does
+        from ident3d.errors import TrainingError
+        from ident3d.readers import read_json
+        from ident3d.results import Result
+
+        result = Result(read_json(written, TrainingError, "re-run with --resume to score it again"))
+        print(result.table())
+        print(f"wrote {written}")
+        print(result.destination(written))
+    else:
+        print(f"wrote {written} (no test split beside the training data, so no score)")
     return 0
