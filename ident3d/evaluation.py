@@ -12,6 +12,7 @@ original left BatchNorm in training mode, which makes numbers depend on batch co
 
 from __future__ import annotations
 
+import logging
 import platform
 import time
 from importlib.metadata import PackageNotFoundError, version
@@ -35,6 +36,8 @@ from ident3d.tracks import identify
 
 SPLIT_SEED = 0
 CLICA_SAMPLE = 4096
+
+log = logging.getLogger(__name__)
 
 
 def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.device,
@@ -174,6 +177,10 @@ def evaluate(submission: str | Path | Submission, data_root: str | Path,
         sub.close()
     variant = dataset.variant_spec
     continuous = variant.continuous_columns
+    if progress and protocol == "ident3d-eval-v1":
+        log.info("fitting the read-outs on %d of %d points: linear, MCC, and kernel ridge with a grid "
+                 "search per latent (the slow part)",
+                 len(dataset) // 2, len(dataset))
     s = score(dataset.latents[:, continuous].astype(np.float64), h, protocol)
     keys = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
     per = {k: _unit(s[k]) for k in keys}

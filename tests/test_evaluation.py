@@ -56,6 +56,17 @@ def test_true_latents_random_features_and_a_pt2_model(data, tmp_path):
     validate_result(model.document)
 
 
+def test_evaluation_says_what_it_fits_before_the_slow_part(data, tmp_path, caplog):
+    np.save(tmp_path / "true.npy", np.load(data / "test/raw_latents.npy"))
+    with caplog.at_level("INFO", logger="ident3d.evaluation"):
+        evaluate(tmp_path / "true.npy", data, progress=True)
+    assert any("kernel ridge" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="ident3d.evaluation"):
+        evaluate(tmp_path / "true.npy", data, progress=False)
+    assert not caplog.records
+
+
 def test_same_submission_twice_gives_identical_metrics(data, tmp_path):
     path = export(tmp_path, ColourEncoder())
     a = evaluate(path, data, progress=False)
