@@ -31,7 +31,7 @@ from ident3d.inference import Runner
 from ident3d.results import PROTOCOLS, RESULT_SCHEMA, Result, validate_result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel
 from ident3d.sandbox.limits import SandboxLimits
-from ident3d.submissions import Submission, check_features, load_submission
+from ident3d.submissions import Submission, check_features, load_submission, module_submission
 from ident3d.tracks import identify
 
 SPLIT_SEED = 0
@@ -84,9 +84,23 @@ def _features(sub: Submission, dataset: ThreeDIdent, device: torch.device, batch
     n = len(dataset)
     if sub.embeddings is not None:
         return check_features(sub.embeddings, n, str(sub.path))
+    if sub.module is not None:
+        return check_features(_encode_module(sub.module, dataset, device, batch_size, progress), n,
+                              f"{sub.path} outputs")
     sub.model.check_reproducible(image_batch(dataset, np.arange(min(n, PROBE_IMAGES))))
     h = encode(sub.model, dataset, np.arange(n), device, batch_size, progress)
     return check_features(h, n, f"{sub.path} outputs")
+
+
+def _encode_module(module: torch.nn.Module, dataset: ThreeDIdent, device: torch.device, batch_size: int,
+                   progress: bool) -> np.ndarray:
+    """Features from a caller's module, which is left as it was given (mode, device, layout)."""
+    training = module.training
+    where = next((t.device for t in module.parameters()), device)
+    try:
+        return encode(module, dataset, np.arange(len(dataset)), device, batch_size, progress)
+    finally:
+        module.to(where, memory_format=torch.contiguous_format).train(training)
 
 
 def _unit(values: np.ndarray | None) -> list[float] | None:
@@ -153,14 +167,16 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
-def evaluate(submission: str | Path | Submission, data_root: str | Path,
+def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: str | Path,
              protocol: str = "ident3d-eval-v1", device: str | None = None, batch_size: int = 256,
              name: str | None = None, arch: str | None = None, split: str = "test",
              progress: bool = True, limits: SandboxLimits | None = None) -> Result:
     """Score a submission on ``<data_root>/<split>`` and return the result document.
 
-    Models run in the sandbox under ``limits`` (memory, time per batch, reader caps) after a
-    reproducibility probe; the result records which lock-down layers the machine applied."""
+    Model files run in the sandbox under ``limits`` (memory, time per batch, reader caps) after a
+    reproducibility probe; the result records which lock-down layers the machine applied. An
+    in-memory ``torch.nn.Module`` is the caller's own code: it runs here, in eval mode (its mode,
+    device and layout are restored afterwards), and its result is marked self-reported."""
     if protocol not in PROTOCOLS:
         raise SubmissionError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
     start = time.perf_counter()
@@ -169,8 +185,12 @@ def evaluate(submission: str | Path | Submission, data_root: str | Path,
         raise DatasetError(f"{dataset.layout.folder}: {len(dataset)} images; scoring needs at least 4 "
                            "(half to fit the read-outs, half to score). Fix: use the whole test split.")
     dev = torch_device(device)
-    sub = submission if isinstance(submission, Submission) else load_submission(
-        Path(submission), arch, device=str(dev), batch_size=batch_size, limits=limits)
+    if isinstance(submission, torch.nn.Module):
+        sub = module_submission(submission)
+    elif isinstance(submission, Submission):
+        sub = submission
+    else:
+        sub = load_submission(Path(submission), arch, device=str(dev), batch_size=batch_size, limits=limits)
     try:
         h = _features(sub, dataset, dev, batch_size, progress)
     finally:
@@ -214,7 +234,7 @@ def evaluate(submission: str | Path | Submission, data_root: str | Path,
         "n_fit": s["n_fit"],
         "n_score": s["n_score"],
         "versions": _versions(),
-        "device": "embeddings (not run)" if sub.self_reported else str(dev),
+        "device": "embeddings (not run)" if sub.kind == "embeddings" else str(dev),
         "wall_time_s": round(time.perf_counter() - start, 3),
     }
     validate_result(document)

@@ -7,8 +7,10 @@ ever sees image batches. ``.npy`` embeddings are read as data and marked self-re
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,14 +36,26 @@ class Submission:
     model: SandboxedModel | None = None
     embeddings: np.ndarray | None = None
     arch: str | None = None  # the registered architecture safetensors weights were loaded into
+    module: Any = None  # a caller's own torch.nn.Module, run in the caller's process
 
     @property
     def self_reported(self) -> bool:
-        return self.kind == "embeddings"
+        """Scores of features this package did not compute from a file under its sandbox."""
+        return self.kind in ("embeddings", "module")
 
     def close(self) -> None:
         if self.model is not None:
             self.model.close()
+
+
+def module_submission(module: Any) -> Submission:
+    """A caller's in-memory ``torch.nn.Module``: their own code, run in their process, so its score
+    is self-reported; identified by the SHA-256 of its parameter and buffer names and bytes."""
+    digest = hashlib.sha256()
+    for key, tensor in module.state_dict().items():
+        digest.update(key.encode() + b"\0" + tensor.detach().cpu().contiguous().numpy().tobytes())
+    return Submission(path=Path(f"{type(module).__name__} (in-process)"), kind="module",
+                      sha256=digest.hexdigest(), module=module)
 
 
 def load_submission(path: Path, arch: str | None = None, device: str = "cpu", batch_size: int = 256,

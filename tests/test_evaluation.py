@@ -56,6 +56,36 @@ def test_true_latents_random_features_and_a_pt2_model(data, tmp_path):
     validate_result(model.document)
 
 
+class ScaledColourEncoder(ColourEncoder):
+    """The same features through a layer with weights, so the module has state to hash and to move."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        return self.scale(super().forward(x))
+
+
+def test_an_in_memory_module_is_scored_like_its_export_and_left_as_it_was(data, tmp_path):
+    torch.manual_seed(0)
+    module = ScaledColourEncoder().train()
+    weight = module.scale.weight.detach().clone()
+    in_process = evaluate(module, data, progress=False)
+    assert module.training and torch.equal(module.scale.weight, weight)  # mode and weights as given
+    assert module.scale.weight.is_contiguous()
+    exported = evaluate(export(tmp_path, module, name="same.pt2"), data, progress=False)
+    document = in_process.document
+    assert document["model"]["kind"] == "module" and document["model"]["self_reported"] is True
+    assert document["model"]["name"] == "ScaledColourEncoder (in-process)"
+    assert exported.document["model"]["self_reported"] is False
+    for key, value in exported.metrics.items():
+        assert in_process.metrics[key] == pytest.approx(value, abs=1e-6)
+    validate_result(document)
+    other = ScaledColourEncoder()
+    assert evaluate(other, data, progress=False).document["model"]["sha256"] != document["model"]["sha256"]
+
+
 def test_evaluation_says_what_it_fits_before_the_slow_part(data, tmp_path, caplog):
     np.save(tmp_path / "true.npy", np.load(data / "test/raw_latents.npy"))
     with caplog.at_level("INFO", logger="ident3d.evaluation"):
