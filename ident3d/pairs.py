@@ -9,7 +9,8 @@ did. Either way snapping widens it: in 10 dimensions the nearest rendered latent
 with 0.1 asked the realised per-latent std of ``z_pos - z`` is about 0.29 at 3,000 rendered latents,
 0.25 at 20,000 and 0.21 at 100,000 (legacy: 0.40, 0.33, 0.29), and asked scales below about 0.1 all
 come out alike (docs/facts.md, "Positive pairs"; ``effective_conditional`` measures it). A paired
-split rendered with ``ident3d render --pairs`` has exactly the asked conditional.
+split rendered with ``ident3d render --pairs`` draws each positive from the asked conditional
+truncated to the latent range (so only wide scales come out narrower).
 """
 
 from __future__ import annotations
