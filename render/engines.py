@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 import multiprocessing
 import shutil
+import signal
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 
 from ident3d.errors import RenderError
 from ident3d.extras import require
@@ -36,8 +39,10 @@ def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
 
     A worker that dies (killed, out of memory) breaks the pool and ends the job with one error
     instead of leaving its chunk unfinished forever; finished images are kept for the re-run.
-    Blender's per-process temp folders go to one scratch folder that is removed here, even after a
-    failure.
+    Ctrl-C and SIGTERM stop the job at once: the workers never see SIGINT (they start with it
+    ignored), are terminated by this process, and die with it if it is killed outright; the
+    interrupt then reaches the caller as KeyboardInterrupt. Blender's per-process temp folders go
+    to one scratch folder that is removed here, even after a failure.
     """
     if not tasks:
         return
@@ -45,24 +50,78 @@ def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
     size = max(1, min(8, len(tasks) // (4 * workers)))
     ctx = multiprocessing.get_context("spawn")  # bpy is not fork-safe
     scratch = tempfile.mkdtemp(prefix="ident3d-render-")
+    before = set(multiprocessing.active_children())
+    pool = None
     try:
-        check_device(settings, scratch)
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=init_worker,
-                                 initargs=(settings, scratch)) as pool:
-            chunks = [pool.submit(render_tasks, settings, tasks[i:i + size])
-                      for i in range(0, len(tasks), size)]
+        with _sigterm_as_interrupt():
+            check_device(settings, scratch)
+            pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=init_worker,
+                                       initargs=(settings, scratch))
+            with _sigint_ignored():  # inherited by the workers spawned by the first submit
+                chunks = [pool.submit(render_tasks, settings, tasks[i:i + size])
+                          for i in range(0, len(tasks), size)]
             for done in as_completed(chunks):
                 on_done(len(done.result()))
-    except RenderError:
+            pool.shutdown()
+    except BaseException as error:
+        if pool is not None:
+            _stop(pool, set(multiprocessing.active_children()) - before)
+        if isinstance(error, (RenderError, KeyboardInterrupt)):
+            raise
+        if isinstance(error, BrokenProcessPool):
+            raise RenderError("a render worker died (killed, or out of memory); finished images are "
+                              "kept. Fix: re-run the same command to resume.") from None
+        if isinstance(error, Exception):  # a worker's exception, re-raised by its future
+            raise RenderError(f"a render worker failed ({type(error).__name__}: {error}); finished "
+                              "images are kept. Fix: re-run the same command to resume.") from error
         raise
-    except BrokenProcessPool:
-        raise RenderError("a render worker died (killed, or out of memory); finished images are kept. "
-                          "Fix: re-run the same command to resume.") from None
-    except Exception as error:  # a worker's exception arrives here, re-raised by the future
-        raise RenderError(f"a render worker failed ({type(error).__name__}: {error}); finished "
-                          "images are kept. Fix: re-run the same command to resume.") from error
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _stop(pool: ProcessPoolExecutor, workers: set[multiprocessing.process.BaseProcess]) -> None:
+    """Cancel what has not started and end the workers now (an image half-rendered is left as a
+    temporary file, which the re-run removes)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        process.terminate()
+    for process in workers:
+        process.join(STOP_GRACE_S)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+STOP_GRACE_S = 5.0
+
+
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a scheduler's preemption) stops the job like Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def check_device(settings: RenderSettings, scratch: str) -> None:

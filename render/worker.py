@@ -6,7 +6,10 @@ module-level slot for the life of the process.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import threading
 from pathlib import Path
 
 from ident3d.errors import Ident3dError, RenderError
@@ -36,6 +39,22 @@ def init_worker(settings: RenderSettings, tempdir: str | None = None) -> None:
         except Exception as error:  # bpy missing, no GPU, a broken Blender: all end the job
             _startup_error = f"{type(error).__name__}: {error}" if not isinstance(
                 error, Ident3dError) else str(error)
+    _die_with_parent()  # after bpy's import, which may install its own handlers
+
+
+def _die_with_parent() -> None:
+    """Linux: end this worker when the process that started it dies, even by SIGKILL (no orphans
+    rendering for nobody); elsewhere nothing. Ctrl-C is ignored: the parent stops the workers."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+
+
+PR_SET_PDEATHSIG = 1
 
 
 def probe_device(device: str, tempdir: str) -> str | None:

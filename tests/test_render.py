@@ -116,6 +116,50 @@ def test_sigkill_partway_then_resume_equals_uninterrupted(tmp_path):
     assert (out / "train/manifest.json").stat().st_mtime_ns == before
 
 
+def processes_in_group(group: int) -> list[str]:
+    """Command lines of the live processes whose process group is ``group``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":  # fields: state, ppid, pgrp, ...
+            found.append((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120])
+    return found
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_stops_the_render_at_once_leaves_no_process_and_resumes(tmp_path, signum):
+    """Ctrl-C reaches the whole foreground group; a scheduler's SIGTERM reaches the main process."""
+    out = tmp_path / "data"
+    args = ["--data", str(out), "--n", "400", "--preset", "preview", "--resolution", "32",
+            "--samples", "1", "--workers", "2"]
+    proc = subprocess.Popen([sys.executable, "-m", "ident3d.cli", "-q", "render", *args],
+                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    images = out / "train" / "images"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(images.glob("[!.]*.png"))) < 10:
+        time.sleep(0.05)
+    sent = time.monotonic()
+    if signum == signal.SIGINT:
+        os.killpg(proc.pid, signum)
+    else:
+        os.kill(proc.pid, signum)
+    _, err = proc.communicate(timeout=60)
+    stopped = time.monotonic() - sent
+    done = len(list(images.glob("[!.]*.png")))
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines() == [
+        "error: interrupted. Fix: re-run the same command; finished work is kept."]
+    assert done < 400, f"the whole split was rendered after the signal ({stopped:.1f} s)"
+    time.sleep(0.5)
+    assert processes_in_group(proc.pid) == []  # no worker, no resource tracker left behind
+    assert cli(*args).returncode == 0
+    assert sorted(p.name for p in images.iterdir()) == [f"{i:03d}.png" for i in range(400)]
+
+
 def test_shards_merge_into_the_same_dataset(tmp_path):
     whole = tmp_path / "whole"
     render(whole, n=8)
