@@ -23,8 +23,9 @@ from ident3d.sandbox.limits import SandboxLimits
 
 PICKLE_SUFFIXES = {".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".bin"}
 EXPORT_HELP = ("Fix: export the encoder with torch.export and a dynamic batch size, as in the README "
-               "(`torch.export.save(torch.export.export(model.eval(), (torch.rand(2, 3, 224, 224),), "
-               "dynamic_shapes=({0: torch.export.Dim.AUTO},)), 'encoder.pt2')`), or save its weights "
+               "(`auto = torch.export.Dim.AUTO; torch.export.save(torch.export.export(model.eval(), "
+               "(torch.rand(2, 3, 224, 224),), dynamic_shapes=({0: auto, 2: auto, 3: auto},)), "
+               "'encoder.pt2')`: batch, height and width dynamic), or save its weights "
                "with safetensors and pass --arch, or submit embeddings as .npy.")
 
 

@@ -192,7 +192,7 @@ def test_a_crafted_pt2_runs_code_in_torch_export_load_but_never_in_ident3d(data,
     assert not marker.exists()
 
 
-def test_the_readme_export_recipe_runs_in_the_sandbox_and_scores(data, tmp_path):
+def test_a_dynamic_export_runs_in_the_sandbox_like_the_module_and_scores(data, tmp_path):
     from ident3d.sandbox.host import SandboxedModel
     from ident3d.sandbox.loading import LoadRefused, no_unpickling
 
@@ -206,6 +206,50 @@ def test_the_readme_export_recipe_runs_in_the_sandbox_and_scores(data, tmp_path)
     with SandboxedModel(tmp_path / "encoder.pt2", "exported-program") as loaded:
         np.testing.assert_allclose(loaded(x), ColourEncoder()(x).numpy(), rtol=1e-6)  # channels-last
     assert evaluate(tmp_path / "encoder.pt2", data, progress=False).metrics["linear_r2"] > 0.2
+
+
+def python_block(text: str, after: str) -> str:
+    """The first ```python block of ``text`` after the line containing ``after``."""
+    start = text.index("```python\n", text.index(after)) + len("```python\n")
+    return text[start:text.index("```", start)]
+
+
+@pytest.fixture(scope="module")
+def sized_splits(tmp_path_factory):
+    roots = {}
+    for size in (64, 224):
+        roots[size] = tmp_path_factory.mktemp(f"px{size}")
+        write_fake_split(roots[size], "test", n=8, size=size)
+    return roots
+
+
+@pytest.mark.parametrize("source, after", [("README.md", "## Quickstart: evaluate my encoder"),
+                                           ("docs/submissions.md", "## `.pt2`")])
+def test_every_documented_export_recipe_scores_at_64_and_224_px(sized_splits, tmp_path, monkeypatch,
+                                                                source, after):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / source).read_text()
+    monkeypatch.chdir(tmp_path)
+    namespace = {"model": ColourEncoder(), "torch": torch}  # the docs' snippet exports "your" model
+    exec(compile(python_block(text, after), source, "exec"), namespace)  # noqa: S102 (our own docs)
+    for size, root in sized_splits.items():
+        result = evaluate(tmp_path / "encoder.pt2", root, progress=False)
+        assert result.document["dataset"]["resolution"] == [size, size]
+
+
+def test_a_fixed_size_export_is_told_which_dimension_to_make_dynamic(data, tmp_path):
+    fixed = {"height": torch.export.export(ColourEncoder().eval(), (torch.rand(2, 3, 32, 32),),
+                                           dynamic_shapes=({0: torch.export.Dim.AUTO},)),
+             "batch size": torch.export.export(ColourEncoder().eval(), (torch.rand(1, 3, 16, 16),))}
+    for name, program in fixed.items():
+        path = tmp_path / f"{name.replace(' ', '-')}.pt2"
+        torch.export.save(program, str(path))
+        with pytest.raises(SubmissionError) as refused:
+            evaluate(path, data, progress=False)
+        message = str(refused.value)
+        assert f"exported with a fixed {name} of" in message and "Dim.AUTO" in message
+        assert "\n" not in message
 
 
 @pytest.mark.parametrize("change", ["scale", "offset"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -37,6 +38,24 @@ FIX_EXPORT = ("Fix: export the plain model in eval mode again with torch.export.
               "(docs/submissions.md), or submit safetensors weights with --arch.")
 FIX_RUN = ("Fix: the model must map any float32 batch (B, 3, H, W) at the dataset's resolution to "
            "features (B, d) on its own, the same way every time (docs/submissions.md).")
+
+
+# torch.export's guard on a static input size; only the three numbers are taken from the model's text
+FIXED_SIZE = re.compile(r"Expected input at \*args\[0\]\.shape\[([0-3])\] to be equal to (\d{1,9}), "
+                        r"but got (\d{1,9})")
+DIMENSIONS = ("batch size", "channel count", "height", "width")
+
+
+def fixed_size(text: object) -> str | None:
+    """The line for a model exported with a fixed input size, naming the dimension to make dynamic."""
+    found = FIXED_SIZE.search(str(text)[:2000])
+    if found is None:
+        return None
+    dim, exported, given = int(found[1]), found[2], found[3]
+    return (f"the model was exported with a fixed {DIMENSIONS[dim]} of {exported} (input dimension "
+            f"{dim}) and was given {given}. Fix: export it with that dimension dynamic, e.g. "
+            "dynamic_shapes=({0: torch.export.Dim.AUTO, 2: torch.export.Dim.AUTO, "
+            "3: torch.export.Dim.AUTO},) as in the README")
 
 
 def excerpt(text: object, limit: int = 120) -> str:
@@ -200,6 +219,8 @@ class SandboxedModel:
                     f"{self.stage} (--memory-limit)")
         elif self.stage == "loading the model":
             line = f"torch could not rebuild the model ({kind_of}; its text begins {excerpt(text)})"
+        elif fixed_size(text) is not None:
+            raise SubmissionError(f"{self.path}: {fixed_size(text)}.")
         else:
             line = f"the model raised {kind_of} while {self.stage} (its own text begins {excerpt(text)})"
         raise SubmissionError(f"{self.path}: {line}. {FIX_EXPORT if 'load' in self.stage else FIX_RUN}")
