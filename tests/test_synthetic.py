@@ -221,6 +221,13 @@ def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
     assert err.count("\n") == 1
 
 
+def test_a_run_whose_features_ended_constant_is_counted_as_collapsed():
+    from baselines.synthetic.report import seeds_cell
+
+    runs = [{"r2": 98.0, "mcc": 97.0}, {"r2": -0.03, "mcc": 0.0}, {"r2": 0.0, "mcc": 12.0}]
+    assert seeds_cell(runs) == "3 (1 collapsed)" and seeds_cell(runs[::2]) == "2"
+
+
 def test_verdicts_need_three_seeds_and_a_citable_paper_number():
     paper = {"mcc": [58.26, 3.0], "r2": [99.5]}
     assert verdict("mcc", summary([57.0, 60.0]), paper).startswith("not decidable (2 seeds)")

@@ -126,6 +126,17 @@ def groups(results: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str
                                                         else len(order), kv[0][0], kv[0][1])))
 
 
+def collapsed(members: list[dict[str, Any]]) -> int:
+    """Runs whose features ended constant: no correlation with any latent (MCC exactly 0) and no
+    linear signal (R² <= 0), the end of a collapse such as the saturated sigmoid box's."""
+    return sum(1 for m in members if m["mcc"] == 0 and m["r2"] <= 0)
+
+
+def seeds_cell(members: list[dict[str, Any]]) -> str:
+    lost = collapsed(members)
+    return f"{len(members)}" + (f" ({lost} collapsed)" if lost else "")
+
+
 def table(results: list[dict[str, Any]]) -> list[str]:
     lines = ["| row | setting | theory | budget (batch x steps, lr) | seeds | R² paper | R² measured "
              "(mean ± sd [95% CI]) | MCC paper | MCC measured | verdict R² | verdict MCC | CPU min/run |",
@@ -135,7 +146,8 @@ def table(results: list[dict[str, Any]]) -> list[str]:
         r2, mcc = summary([m["r2"] for m in members]), summary([m["mcc"] for m in members])
         cpu = np.mean([m["cpu_seconds"] for m in members]) / 60
         paper = first["paper"]
-        lines.append(f"| {row_id} | {first['title']} | {first['theory']} | {budget} | {len(members)} | "
+        lines.append(f"| {row_id} | {first['title']} | {first['theory']} | {budget} | "
+                     f"{seeds_cell(members)} | "
                      f"{paper_cell(paper, 'r2')} | {_cell(r2)} | {paper_cell(paper, 'mcc')} | {_cell(mcc)} | "
                      f"{verdict('r2', r2, paper, first['theory'])} | "
                      f"{verdict('mcc', mcc, paper, first['theory'])} | {cpu:.1f} |")
@@ -189,7 +201,7 @@ def readme_block(folder: Path) -> str:
             here = f"{s['mean']:.2f}" + (f" ± {s['sd']:.2f}" if s["n"] > 1 else "")
             cells += [paper_cell(paper, metric), here]
         title = members[0]["title"]
-        lines.append(f"| {row_id} | {title} | {budget} | {len(members)} | {' | '.join(cells)} |")
+        lines.append(f"| {row_id} | {title} | {budget} | {seeds_cell(members)} | {' | '.join(cells)} |")
     return "\n".join([*lines, README_END])
 
 
