@@ -265,13 +265,13 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         assert "re-scored from the model file" in page.inner_text("#legend")
         assert "Table 4, mean" in rows.first.inner_text()  # caveats inline, not only on hover
 
-        page.click("#board th[data-key=linear_r2] button")  # ascending R^2
+        page.click("#board th[data-key=linear_r2]", position={"x": 2, "y": 2})  # the cell, not its text
+        assert rows.first.get_attribute("data-id") == "Zimmermann2021Contrastive_supervised"  # best first
+        assert page.get_attribute("#board th[data-key=linear_r2]", "aria-sort") == "descending"
+        page.click("#board th[data-key=linear_r2] button")  # again: ascending R^2
         r2 = [float(t.split(" ")[0]) for t in rows.evaluate_all(
             "rows => rows.map(r => r.children[5].firstChild.textContent)")]
         assert r2 == sorted(r2) and r2[0] == 5.25
-        page.click("#board th[data-key=linear_r2] button")  # descending
-        assert rows.first.get_attribute("data-id") == "Zimmermann2021Contrastive_supervised"
-        assert page.get_attribute("#board th[data-key=linear_r2]", "aria-sort") == "descending"
         assert page.locator("#scatter circle.point").count() == 7  # identity has no MCC
         assert page.locator("#scatter text.label").count() == 7
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
@@ -281,6 +281,21 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
             page.click("#csv")
         lines = Path(download.value.path()).read_text().strip().splitlines()
         assert lines[0].startswith('"rank","id","name","track"') and len(lines) == 1 + 8
+        assert '"linear_r2:object_x"' in lines[0] and '"mcc_pearson:spotlight_hue"' in lines[0]
+
+        page.select_option("#dataset", largest[0])  # a table with per-latent scores
+        page.select_option("#protocol", largest[1])
+        heat = page.locator("#heat-r2 table")
+        values = heat.evaluate("""t => [...t.rows].slice(1).map(r => [...r.cells].slice(1).map(
+            c => ({text: c.textContent, best: c.classList.contains('best')})))""")
+        for j in range(len(values[0])):  # the best value of every latent is marked, and only it
+            numbers = [int(row[j]["text"]) for row in values if row[j]["text"] != "–"]
+            marked = [int(row[j]["text"]) for row in values if row[j]["best"]]
+            assert marked and set(marked) == {max(numbers)}, j
+        heat.locator("th.sortable").nth(3).click()  # sort the heatmap by the 4th latent, best first
+        column = heat.evaluate("t => [...t.rows].slice(1).map(r => r.cells[4].textContent)")
+        numeric = [int(v) for v in column if v != "–"]
+        assert numeric == sorted(numeric, reverse=True)
 
         combinations = []  # every selectable track and protocol shows rows
         for track in page.eval_on_selector_all("#dataset option", "os => os.map(o => o.value)"):
