@@ -221,6 +221,19 @@ def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
     assert err.count("\n") == 1
 
 
+def test_the_report_sets_a_run_beside_the_authors_log_at_the_same_step():
+    from dataclasses import asdict
+
+    from baselines.synthetic.report import against_the_log
+
+    run = {"row": "A.1", "budget": {**asdict(synthetic_run.Budget()), "steps": 10000},
+           "curve": [{"step": 5000, "r2": 90.0, "mcc": 60.0}, {"step": 10000, "r2": 97.0, "mcc": 80.0}]}
+    lines = against_the_log([run, {**run, "curve": [{"step": 10000, "r2": 96.0, "mcc": 78.0}]}])
+    assert lines[2:] == ["| A.1 | 256 x 10,000, lr 0.0001 | 10,000 / 10,001 | 96.50 / 97.14 | "
+                         "79.00 / 83.30 |"]
+    assert against_the_log([{**run, "row": "T2.1"}])[2:] == []  # no log for the paper's Tables 1-2
+
+
 def test_a_run_whose_features_ended_constant_is_counted_as_collapsed():
     from baselines.synthetic.report import seeds_cell
 

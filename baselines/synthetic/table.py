@@ -44,6 +44,7 @@ class Row:
     model: Model
     paper: dict[str, list[float]] = field(default_factory=dict)  # "r2"/"mcc": [mean] or [mean, sd]
     paper_source: str = ""
+    paper_curve: tuple[tuple[int, float, float], ...] = ()  # (step, R², MCC) from the paper's own log
 
 
 def precisions(text: str, dim: int) -> tuple[float, ...]:
@@ -66,7 +67,8 @@ def _row(entry: dict[str, Any]) -> Row:
                             f"{', '.join(THEORIES)}")
     return Row(id=entry["id"], title=entry["title"], theory=entry["theory"], process=Process(**process),
                model=Model(**entry["model"]), paper=entry.get("paper", {}),
-               paper_source=entry.get("paper_source", ""))
+               paper_source=entry.get("paper_source", ""),
+               paper_curve=tuple(tuple(point) for point in entry.get("paper_curve", ())))
 
 
 def rows() -> dict[str, Row]:
