@@ -274,6 +274,16 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         assert r2 == sorted(r2) and r2[0] == 5.25
         assert page.locator("#scatter circle.point").count() == 7  # identity has no MCC
         assert page.locator("#scatter text.label").count() == 7
+        page.select_option("#dataset", largest[0])  # the most crowded table: no two labels overlap
+        page.select_option("#protocol", largest[1])
+        boxes = page.eval_on_selector_all("#scatter text.label", """ls => ls.map(l => {
+            const b = l.getBBox(); return [b.x, b.y, b.width, b.height]; })""")
+        assert len(boxes) >= 10
+        for i, (x, y, w, h) in enumerate(boxes):
+            for (u, v, p, q) in boxes[:i]:
+                assert not (x < u + p and u < x + w and y < v + q and v < y + h), (i, boxes)
+        page.select_option("#dataset", "3dident-published@1")
+        page.select_option("#protocol", "cl-ica-2021")
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
         page.screenshot(path=str(ARTIFACTS / "leaderboard-1280.png"), full_page=True)
 
