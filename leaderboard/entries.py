@@ -18,7 +18,8 @@ from ident3d.results import METRIC_KEYS, schema_problem, validate_result
 from ident3d.tracks import tracks
 
 ENTRY_SCHEMA = "ident3d-leaderboard-entry/1"
-STATUSES = ("verified", "self-reported", "reported-in-paper")
+STATUSES = ("verified", "verified-once", "self-reported", "reported-in-paper")
+RESCORED = ("verified", "verified-once")  # scored by the evaluator from a checkpoint of known sha256
 ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
 
 
@@ -51,7 +52,7 @@ def validate_entry(entry: Any, source: str) -> dict[str, Any]:
             raise ResultError(f"{source}: field protocol: {entry['protocol']!r} disagrees with the "
                               f"result's {entry['result']['protocol']!r}")
         scored = entry["result"]["model"]["sha256"]
-        if entry["status"] == "verified" and entry["checkpoint_sha256"] != scored:
+        if entry["status"] in RESCORED and entry["checkpoint_sha256"] != scored:
             raise ResultError(f"{source}: field checkpoint_sha256: {entry['checkpoint_sha256']} is not "
                               f"the scored model's {scored}")
         for key in METRIC_KEYS:
@@ -138,7 +139,7 @@ def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "s
         "dataset": scored_on,
         "protocol": result["protocol"],
         "metrics": {k: result["metrics"].get(k) for k in METRIC_KEYS},
-        "checkpoint_sha256": result["model"]["sha256"] if status == "verified" else None,
+        "checkpoint_sha256": result["model"]["sha256"] if status in RESCORED else None,
         "result": result,
     }
     return validate_entry(entry, f"entry {entry_id}")

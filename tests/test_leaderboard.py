@@ -81,6 +81,20 @@ def test_verified_needs_a_checkpoint_hash_and_a_result():
         validate_entry(verified, "v.json")
 
 
+def test_no_committed_entry_is_verified_without_its_model_file():
+    """'verified' promises a re-score anyone can repeat; an entry whose checkpoint was not kept says
+    'verified-once', and like 'verified' it must carry the scored model's sha256."""
+    from leaderboard.entries import load_entries
+
+    entries = load_entries(Path(__file__).resolve().parents[1] / "leaderboard" / "entries")
+    lost = [e for e in entries if "not kept" in (e["footnote"] or "")]
+    assert lost and all(e["status"] == "verified-once" for e in lost)
+    once = entry_from_result(fake_result(), "Doe2026Contrastive", status="verified-once")
+    once["checkpoint_sha256"] = "ef" * 32
+    with pytest.raises(ResultError, match="field checkpoint_sha256: .* the scored model"):
+        validate_entry(once, "x.json")
+
+
 def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
     entry = entry_from_result(fake_result(), "Doe2026Contrastive_box", authors=["J. Doe"])
     assert entry["dataset"] == "3dident-published@1" and entry["checkpoint_sha256"] is None
