@@ -87,6 +87,22 @@ def saved_config(path: Path) -> TrainConfig:
         return from_json(json.loads(metadata["config"]))
 
 
+def splits_identity(config: TrainConfig) -> str:
+    """The sha256 of the training and scoring splits' latents: what a run's data is, wherever it lies."""
+    parts = []
+    for split in (config.train_split, config.eval_split):
+        latents = SplitLayout(Path(config.data), split).raw_latents
+        parts.append(f"{split}:{atomic.sha256_file(latents) if latents.exists() else '-'}")
+    return " ".join(parts)
+
+
+def moved_data(checkpoint: Path, config: TrainConfig) -> bool:
+    """True when the run's data now lies at ``config.data`` (a moved run or demo folder): the
+    checkpoint records the same splits. Checkpoints written before the identity was recorded: False."""
+    recorded = checkpoint_metadata(checkpoint).get("data_identity")
+    return recorded is not None and recorded == splits_identity(config)
+
+
 # ---- logs ----
 
 def read_log(path: Path) -> list[dict[str, Any]]:
@@ -182,12 +198,17 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
         return out / made.relative_to(staging)
     checkpoint, log_path = out / "checkpoint.safetensors", out / "log.jsonl"
     if resume and checkpoint.exists():
-        diff = resume_differences(saved_config(checkpoint), config)
+        saved = saved_config(checkpoint)
+        diff = resume_differences(saved, config)
+        if saved.data != config.data and moved_data(checkpoint, config):
+            log.info("the data moved from %s to %s (same splits); resuming there", saved.data, config.data)
+            diff = [d for d in diff if not d.startswith("data:")]
         if diff:
             raise TrainingError(f"--resume {out}: the saved run used other settings ({'; '.join(diff)}). "
                                 "Fix: repeat the original settings, or start a new --out.")
     device = torch_device(None if config.device == "auto" else config.device)
     train_set = ThreeDIdent(config.data, config.train_split)
+    data_identity = splits_identity(config)
     has_eval = SplitLayout(Path(config.data), config.eval_split).raw_latents.exists()
     eval_set = ThreeDIdent(config.data, config.eval_split) if has_eval else None
     out.mkdir(parents=True, exist_ok=True)
@@ -259,7 +280,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                 window_start, waited, images = time.perf_counter(), 0.0, 0
             if step % config.checkpoint_every == 0 or step == config.iterations:
                 save_checkpoint(checkpoint, step, model, criterion, optimizer,
-                                {"config": json.dumps(config.to_json())})
+                                {"config": json.dumps(config.to_json()), "data_identity": data_identity})
 
     resolution = train_set.load_array(0).shape[0]
     pt2, _ = export(model, out, resolution)

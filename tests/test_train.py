@@ -12,6 +12,7 @@ from safetensors import safe_open
 from baselines.config import load_preset, preset_names
 from baselines.train import build_model, export, read_log, train
 from ident3d.datasets import ThreeDIdent
+from ident3d.errors import TrainingError
 from ident3d.evaluation import evaluate
 from ident3d.results import validate_result
 from ident3d.submissions import load_submission
@@ -28,6 +29,24 @@ def fake_data(tmp_path_factory):
 def tiny(data, iterations, **kw):
     return load_preset("smoke", data=str(data), iterations=iterations, batch_size=8, log_every=1,
                        checkpoint_every=2, eval_every=2, eval_images=40, **kw)
+
+
+def test_a_moved_run_and_its_data_resume_where_they_are_now(fake_data, tmp_path):
+    import shutil
+    from dataclasses import replace
+
+    train(tiny(fake_data, 2), tmp_path / "demo/run", progress=False)
+    shutil.copytree(fake_data, tmp_path / "demo/data")  # the data sat beside the run, then both moved
+    shutil.move(tmp_path / "demo", tmp_path / "moved")
+    moved = replace(tiny(fake_data, 4), data=str(tmp_path / "moved/data"))
+    train(moved, tmp_path / "moved/run", resume=True, progress=False)
+    assert [r["step"] for r in read_log(tmp_path / "moved/run/log.jsonl")] == [1, 2, 3, 4]
+    other = tmp_path / "other"
+    write_fake_split(other, "train", n=120, size=32, seed=7)  # other latents: not this run's data
+    write_fake_split(other, "test", n=60, size=32, seed=1)
+    with pytest.raises(TrainingError, match="data: saved"):
+        train(replace(moved, data=str(other), iterations=6), tmp_path / "moved/run", resume=True,
+              progress=False)
 
 
 def test_resume_reproduces_the_loss_curve_of_an_unbroken_run(fake_data, tmp_path):
