@@ -321,7 +321,7 @@ CASES = [
     Case("batch-statistics", "batch-dependent"),
     Case("drifts", "changes its own parameter or buffer"),
     Case("too-many-features", "above the cap of 4096 (--max-feature-dim)"),
-    Case("fixed-batch", "to be equal to 2, but got 8"),
+    Case("fixed-batch", "fixed batch size of 2 (input dimension 0) and was given 8"),
     Case("index-out-of-range", "the model raised"),
 ]
 
