@@ -90,9 +90,11 @@ def saved_config(path: Path) -> TrainConfig:
 def splits_identity(config: TrainConfig) -> str:
     """The sha256 of the training and scoring splits' latents: what a run's data is, wherever it lies."""
     parts = []
-    for split in (config.train_split, config.eval_split):
-        latents = SplitLayout(Path(config.data), split).raw_latents
-        parts.append(f"{split}:{atomic.sha256_file(latents) if latents.exists() else '-'}")
+    for split in (config.train_split, config.eval_split):  # read as the loader reads them (checked)
+        if SplitLayout(Path(config.data), split).raw_latents.exists():
+            parts.append(f"{split}:{atomic.sha256_array(ThreeDIdent(config.data, split).latents)}")
+        else:
+            parts.append(f"{split}:-")
     return " ".join(parts)
 
 

@@ -51,10 +51,13 @@ class Submission:
 
 def module_submission(module: Any) -> Submission:
     """A caller's in-memory ``torch.nn.Module``: their own code, run in their process, so its score
-    is self-reported; identified by the SHA-256 of its parameter and buffer names and bytes."""
+    is self-reported; identified by the SHA-256 of its parameter and buffer names, dtypes and bytes."""
+    import torch  # the caller already has it: they pass a module
+
     digest = hashlib.sha256()
     for key, tensor in module.state_dict().items():
-        digest.update(key.encode() + b"\0" + tensor.detach().cpu().contiguous().numpy().tobytes())
+        raw = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8)  # any dtype, bf16 too
+        digest.update(key.encode() + b"\0" + str(tensor.dtype).encode() + b"\0" + raw.numpy().tobytes())
     return Submission(path=Path(f"{type(module).__name__} (in-process)"), kind="module",
                       sha256=digest.hexdigest(), module=module)
 

@@ -84,6 +84,10 @@ def test_an_in_memory_module_is_scored_like_its_export_and_left_as_it_was(data, 
     validate_result(document)
     other = ScaledColourEncoder()
     assert evaluate(other, data, progress=False).document["model"]["sha256"] != document["model"]["sha256"]
+    from ident3d.submissions import module_submission
+
+    half = ScaledColourEncoder().to(torch.bfloat16)  # any dtype is identified by its bytes
+    assert module_submission(half).sha256 != module_submission(half.float()).sha256
 
 
 def test_evaluation_says_what_it_fits_before_the_slow_part(data, tmp_path, caplog):

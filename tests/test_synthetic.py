@@ -284,3 +284,10 @@ def test_report_draws_lambda_trajectories_beside_itself(tmp_path):
     dashed = [e for e in anisotropic.findall(f"{svg}line") if e.get("stroke-dasharray")]
     assert len(dashed) == 10  # the true precisions, 5 ... 25
     assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 1  # no overwrite
+    # a crafted result may not steer the figure's file name or break the drawing
+    first = json.loads(next(out.glob("A.1-*.json")).read_text())
+    for crafted in ({**first, "row": "../../escape"},
+                    {**first, "curve": [{**first["curve"][0], "precision": ["x"]}]}):
+        (out / "zz-crafted.json").write_text(json.dumps(crafted))
+        assert main(["synthetic", "report", "--results", str(out), "--out", str(tmp_path / "r2.md")]) == 1
+    assert not list(tmp_path.rglob("escape*")) and not (tmp_path / "r2.md").exists()

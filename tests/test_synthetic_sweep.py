@@ -44,25 +44,35 @@ def test_the_package_plan_names_known_rows_and_every_bad_plan_is_refused_by_name
 
 
 def test_a_live_claim_is_respected_and_a_dead_one_is_taken_over(tmp_path):
+    from baselines.synthetic.sweep import _owner
+
     lock = tmp_path / ".run.lock"
     with claim(lock) as owned:
-        assert owned and lock.read_text() == str(os.getpid())
+        assert owned and lock.read_text() == _owner()
         with claim(lock) as again:
             assert not again  # held by a live process (this one)
     assert not lock.exists()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True).stdout.strip()
-    lock.write_text(dead)
+    boot = _owner().partition(" ")[2]
+    for stale in (f"{dead} {boot}", f"{os.getpid()} an-earlier-boot", "garbage"):
+        lock.write_text(stale)  # a dead owner; a live pid of another boot; not a pid at all
+        with claim(lock) as owned:
+            assert owned and lock.read_text() == _owner()
+    os.mkfifo(lock)  # not a lock: never read into a hang, never removed
     with claim(lock) as owned:
-        assert owned and lock.read_text() != dead
+        assert not owned
+    assert lock.is_fifo()
 
 
 def test_a_sweep_runs_what_is_missing_skips_what_is_claimed_and_then_has_nothing_to_do(tmp_path, capsys):
+    from baselines.synthetic.sweep import _owner
+
     plan, out = tmp_path / "plan.toml", tmp_path / "results"
     plan.write_text(TINY)
     out.mkdir()
     busy = out / ".T2.6-seed1-b16-n4-lr0.0001.lock"
-    busy.write_text(str(os.getpid()))  # another (live) process is on this run
+    busy.write_text(_owner())  # another (live) process is on this run
     assert main(["-q", "synthetic", "sweep", "--plan", str(plan), "--out", str(out)]) == 0
     written = sorted(p.name for p in out.glob("*.json"))
     assert written == ["T2.10-seed0-b16-n4-lr0.0001.json", "T2.10-seed1-b16-n4-lr0.0001.json",

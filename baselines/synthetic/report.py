@@ -46,9 +46,17 @@ def _problems(document: Any) -> list[str]:
             Budget.parse(document["budget"], "result", complete=True)
         except TrainingError:
             wrong.append("budget")
+        if document["row"] not in rows() or isinstance(document["seed"], bool) or document["seed"] < 0:
+            wrong.append("row or seed")  # both name the result's figure file
         if not all(isinstance(c, dict) and all(isinstance(c.get(k), NUMBER) for k in ("step", "r2", "mcc"))
                    for c in curve):
             wrong.append("curve")
+        traced = [c["precision"] for c in curve if isinstance(c, dict) and "precision" in c]
+        truth, assignment = document.get("precision", {}).get("true", []), document.get("assignment", [])
+        if traced and not (all(_numbers(p) and len(p) == len(traced[0]) > 0 for p in traced)
+                           and _numbers(truth) and isinstance(assignment, list)
+                           and all(isinstance(a, int) for a in assignment)):
+            wrong.append("Lambda's trajectory")
         precision = document.get("precision", {})
         if "spearman" in precision and not (
                 isinstance(precision["spearman"], NUMBER) and isinstance(precision.get("p_value"), NUMBER)

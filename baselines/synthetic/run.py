@@ -62,18 +62,24 @@ class Budget:
                                 f"one of {', '.join(PRECISION_MAPS)}")
         return cls(**values)
 
+    def _beyond_defaults(self) -> list[tuple[str, str]]:
+        """(file-name part, readable part) for each setting of Lambda that differs from the default."""
+        extra = []
+        if self.loss_lr != Budget.loss_lr:
+            extra.append((f"-llr{self.loss_lr:g}", f", Lambda lr {self.loss_lr:g}"))
+        if self.precision_map != Budget.precision_map:
+            extra.append((f"-{self.precision_map}", f", {self.precision_map} Lambda"))
+        return extra
+
     def tag(self) -> str:
         """What tells results apart in a file name: batch, steps, learning rates, Lambda's map."""
-        extra = "".join([f"-llr{self.loss_lr:g}" if self.loss_lr != Budget.loss_lr else "",
-                         f"-{self.precision_map}" if self.precision_map != Budget.precision_map else ""])
-        return f"b{self.batch_size}-n{self.steps}-lr{self.lr:g}{extra}"
+        parts = (t for t, _ in self._beyond_defaults())
+        return f"b{self.batch_size}-n{self.steps}-lr{self.lr:g}" + "".join(parts)
 
     def label(self) -> str:
         """The same, for people: ``256 x 10,000, lr 0.001`` (and what else differs from the defaults)."""
-        extra = "".join([f", Lambda lr {self.loss_lr:g}" if self.loss_lr != Budget.loss_lr else "",
-                         f", {self.precision_map} Lambda" if self.precision_map != Budget.precision_map
-                         else ""])
-        return f"{self.batch_size} x {self.steps:,}, lr {self.lr:g}{extra}"
+        parts = (r for _, r in self._beyond_defaults())
+        return f"{self.batch_size} x {self.steps:,}, lr {self.lr:g}" + "".join(parts)
 
 
 def result_name(row: Row, seed: int, budget: Budget) -> str:

@@ -25,6 +25,7 @@ from ident3d.readers import read_regular
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Sweep:
     name: str
@@ -72,9 +73,22 @@ def parse_plan(text: str, source: str) -> list[Sweep]:
     return sweeps
 
 
-def _alive(pid: int) -> bool:
+def _owner() -> str:
+    """This process as a lock records it: pid and the machine's boot id (a pid recurs after a reboot)."""
     try:
-        os.kill(pid, 0)
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return f"{os.getpid()} {boot}"
+
+
+def _held(text: str) -> bool:
+    """Whether the owner recorded in a lock is a live process of this boot."""
+    pid, _, boot = text.strip().partition(" ")
+    if not pid.isdigit() or boot != _owner().partition(" ")[2]:
+        return False
+    try:
+        os.kill(int(pid), 0)
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -84,19 +98,25 @@ def _alive(pid: int) -> bool:
 
 @contextmanager
 def claim(lock: Path) -> Iterator[bool]:
-    """Yield True if this process now owns ``lock`` (taking over one whose owner died), else False."""
+    """Yield True if this process now owns ``lock`` (taking over one whose owner died), else False.
+    Something at ``lock`` that is not a lock file (a folder, a FIFO, a large file) is left alone."""
     for _ in range(2):
         try:
             descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            text = lock.read_text().strip()
-            if text.isdigit() and _alive(int(text)):
+            try:
+                text = read_regular(lock, 256).decode("ascii")
+            except (OSError, ValueError):
+                log.warning("%s is not a lock file this command wrote; its run is skipped", lock)
+                yield False
+                return
+            if _held(text):
                 yield False
                 return
             lock.unlink(missing_ok=True)
             continue
         with os.fdopen(descriptor, "w") as handle:
-            handle.write(str(os.getpid()))
+            handle.write(_owner())
         try:
             yield True
         finally:
