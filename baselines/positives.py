@@ -13,12 +13,14 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
-from torchvision.transforms import v2
 
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
+from ident3d.extras import require
 from ident3d.pairs import ContrastivePairs, RenderedPairs, seeded
+
+v2 = require("torchvision.transforms.v2")  # the baselines extra
 
 SOURCES = ("latent", "rendered", "augment", "anchors")
 
@@ -38,7 +40,7 @@ class StepBatches(Sampler[list[int]]):
             yield list(range(step * b, (step + 1) * b))
 
 
-def simclr_augmentation(size: int) -> v2.Compose:
+def simclr_augmentation(size: int) -> torch.nn.Module:
     """SimCLR's recipe (Chen et al., 2020) on float images in [0, 1]."""
     return v2.Compose([
         v2.RandomResizedCrop(size, scale=(0.08, 1.0), antialias=True),

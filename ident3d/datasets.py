@@ -1,4 +1,6 @@
-"""``ThreeDIdent``: a torchvision dataset over this project's renders or the published layout."""
+"""``ThreeDIdent``: a dataset over this project's renders or the published layout, with torchvision's
+conventions (``transform``, ``target_transform``, ``(image, target)`` items) but not its import: the
+core installs and evaluates without torchvision (README, "Install")."""
 
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ from typing import Any
 import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
-from torchvision.datasets import VisionDataset
-from torchvision.transforms import Normalize
+from torch.utils.data import Dataset
 
 from ident3d.captions import captions
 from ident3d.errors import DatasetError, LatentError
+from ident3d.extras import require
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import channel_stats, image_size_problem, manifest_resolution, read_manifest
 from ident3d.readers import open_image, read_array, read_regular
@@ -24,7 +26,7 @@ MAX_CAPTION_BYTES = 1000  # per image: a caption is one sentence
 STATS_SAMPLE = 2000  # images used for mean/std when a published split has no manifest
 
 
-class ThreeDIdent(VisionDataset):
+class ThreeDIdent(Dataset):
     """3DIdent images with their raw latents (float32, in [-1, 1]) as targets.
 
     Reads ``<root>/<split>/`` as written by ``ident3d render`` (with ``manifest.json``) or as
@@ -35,7 +37,8 @@ class ThreeDIdent(VisionDataset):
     def __init__(self, root: str | Path, split: str = "train",
                  transform: Callable | None = None, target_transform: Callable | None = None,
                  download: bool = False) -> None:
-        super().__init__(str(root), transform=transform, target_transform=target_transform)
+        self.root = str(root)
+        self.transform, self.target_transform = transform, target_transform
         self.split = split
         self.layout = SplitLayout(Path(root), split)
         if download and not self.layout.raw_latents.exists():
@@ -69,9 +72,13 @@ class ThreeDIdent(VisionDataset):
     def __len__(self) -> int:
         return len(self.latents)
 
-    def extra_repr(self) -> str:
+    def __repr__(self) -> str:
         source = "packed images.npy" if self.is_packed else "PNG files"
-        return f"Split: {self.split}\nVariant: {self.variant}\nImages: {source}"
+        lines = [f"Number of datapoints: {len(self)}", f"Root location: {self.root}", f"Split: {self.split}",
+                 f"Variant: {self.variant}", f"Images: {source}"]
+        lines += [f"{name}: {step}" for name, step in (("Transform", self.transform),
+                                                      ("Target transform", self.target_transform)) if step]
+        return "\n".join([f"Dataset {type(self).__name__}", *("    " + line for line in lines)])
 
     @property
     def captions(self) -> list[str]:
@@ -176,10 +183,10 @@ class ThreeDIdent(VisionDataset):
         picks = np.random.default_rng(0).choice(len(self), size=n, replace=False)
         return channel_stats([self.image_path(int(i)) for i in np.sort(picks)])
 
-    def normalize(self) -> Normalize:
-        """A ``Normalize`` transform with this split's own statistics (not the original constants)."""
+    def normalize(self) -> Any:
+        """A torchvision ``Normalize`` with this split's own statistics (not the original constants)."""
         mean, std = self.channel_stats()
-        return Normalize(mean, std)
+        return require("torchvision.transforms").Normalize(mean, std)
 
 
 def manifest_summary(root: Path, split: str) -> dict[str, Any]:

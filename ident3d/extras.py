@@ -14,6 +14,7 @@ EXTRA_OF_MODULE = {
     "pyarrow": "exchange",
     "datasets": "exchange",
     "webdataset": "exchange",
+    "torchvision": "baselines",
 }
 
 

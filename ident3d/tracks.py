@@ -246,7 +246,8 @@ def _rerender_differences(track: Track, layout: SplitLayout, latents: np.ndarray
     tolerance = track.recheck["tolerance"]
     render = next((point.load() for point in entry_points(group=RENDERERS, name="blender")), None)
     if render is None:
-        return ["pixels: no renderer is installed to re-render a sample with. Fix: pip install ident3d"]
+        return ["pixels: no renderer is installed to re-render a sample with. Fix: install ident3d from "
+                'its clone with the render extra (pip install -e ".[render]"; README, "Install")']
     with tempfile.TemporaryDirectory(prefix="ident3d-recheck-") as scratch:
         try:
             fresh = render(track, latents[picks], Path(scratch), workers=min(2, len(picks)))

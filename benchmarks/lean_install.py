@@ -1,0 +1,146 @@
+"""Lean install benchmark: the core plus FAISS on PyTorch's CPU build, in a fresh virtual environment.
+
+    python -m benchmarks.lean_install [--torch "PIP ARGS"] [--venv DIR] [--readme]   (repo root)
+
+Creates a venv, installs torch the way ``--torch`` says (by default PyTorch's CPU index), then
+``ident3d[faiss]`` from this clone, and measures the time of each step and the venv's size. In the
+new venv it then writes a small synthetic split, exports a small encoder and scores it with
+``ident3d.evaluate`` (the sandboxed path), and lists what must not be there: bpy, torchvision,
+NVIDIA or CUDA distributions, and CUDA libraries mapped into the process. Prints a Markdown
+section; ``--readme`` also writes the figures to ``benchmarks/lean-install.json`` and the README's
+measured lines from them (tests/test_lean_install.py checks that the two agree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ident3d import atomic
+
+REPO = Path(__file__).resolve().parent.parent
+CPU_INDEX = "torch --index-url https://download.pytorch.org/whl/cpu"
+FIGURES = REPO / "benchmarks" / "lean-install.json"  # the committed measurement the README shows
+README_BEGIN = "<!-- lean-install:begin (python -m benchmarks.lean_install --readme) -->"
+README_END = "<!-- lean-install:end -->"
+
+# Run by the new venv's Python: what is installed, and one real evaluation.
+CHECK = r"""
+import json, sys, tempfile
+from importlib.metadata import distributions
+from pathlib import Path
+import torch
+import ident3d
+from ident3d.synthetic import write_synthetic_split
+
+names = sorted({d.metadata["Name"].lower() for d in distributions()})
+with tempfile.TemporaryDirectory() as tmp:
+    root = Path(tmp)
+    write_synthetic_split(root, "test", n=64, size=16, pixels="network")
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2), torch.nn.ReLU(),
+                                torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10))
+    auto = torch.export.Dim.AUTO
+    program = torch.export.export(model.eval(), (torch.rand(2, 3, 16, 16),),
+                                  dynamic_shapes=({0: auto, 2: auto, 3: auto},))
+    torch.export.save(program, root / "encoder.pt2")
+    result = ident3d.evaluate(root / "encoder.pt2", root, progress=False)
+maps = Path("/proc/self/maps").read_text() if Path("/proc/self/maps").exists() else ""
+cuda = sorted({line.split()[-1].rsplit("/", 1)[-1] for line in maps.splitlines()
+               if any(part in line for part in ("libcuda", "libcudnn", "libcublas", "libnccl", "/nvidia/"))})
+print(json.dumps({"distributions": names, "torch": torch.__version__,
+                  "cuda_available": torch.cuda.is_available(), "cuda_libraries_mapped": cuda,
+                  "evaluated": sorted(k for k, v in result.metrics.items() if v is not None),
+                  "python": sys.version.split()[0]}))
+"""
+
+UNWANTED = ("bpy", "torchvision", "triton")  # and any nvidia-* or cuda-* distribution
+
+
+def unwanted(names: list[str]) -> list[str]:
+    return [n for n in names if n in UNWANTED or n.startswith(("nvidia-", "cuda-"))]
+
+
+def timed_pip(python: Path, args: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run([str(python), "-m", "pip", "install", "-qq", *args], check=True)
+    return time.perf_counter() - start
+
+
+def size_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink()) / 1e6
+
+
+def measure(venv: Path, torch_args: str) -> dict:
+    """Build the lean venv at ``venv`` and return the figures (see the module's docstring)."""
+    if venv.exists():
+        raise SystemExit(f"error: {venv} already exists; this benchmark builds a new venv and never "
+                         "writes into an existing folder. Fix: name a path that does not exist yet.")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    torch_seconds = timed_pip(python, shlex.split(torch_args))
+    core_seconds = timed_pip(python, ["-e", f"{REPO}[faiss]"])  # the README's recipe
+    check = subprocess.run([str(python), "-c", CHECK], capture_output=True, text=True,
+                           cwd=tempfile.gettempdir())  # not the clone: the installed package
+    if check.returncode:
+        raise SystemExit(f"error: the lean venv {venv} could not evaluate:\n{check.stderr}")
+    found = json.loads(check.stdout.strip().splitlines()[-1])
+    return {"torch_install": torch_args, "torch_seconds": round(torch_seconds, 1),
+            "core_seconds": round(core_seconds, 1), "venv_mb": round(size_mb(venv)),
+            "unwanted": unwanted(found["distributions"]), **found}
+
+
+def markdown(figures: dict) -> str:
+    return "\n".join([
+        f"torch installed with `pip install {figures['torch_install']}` (torch {figures['torch']}); "
+        f"Python {figures['python']}\n",
+        "| step | seconds |\n|---|---:|",
+        f"| torch (CPU build) | {figures['torch_seconds']} |",
+        f"| `ident3d[faiss]` from the clone | {figures['core_seconds']} |\n",
+        f"venv size: {figures['venv_mb']:,} MB; distributions: {len(figures['distributions'])}; "
+        f"bpy, torchvision, NVIDIA or CUDA distributions: {', '.join(figures['unwanted']) or 'none'}; "
+        f"CUDA libraries mapped while evaluating: {', '.join(figures['cuda_libraries_mapped']) or 'none'}; "
+        f"`ident3d.evaluate` scored: {', '.join(figures['evaluated'])}",
+    ])
+
+
+def readme_block(figures: dict) -> str:
+    """The README's measured lines, between the markers."""
+    seconds = figures["torch_seconds"] + figures["core_seconds"]
+    return "\n".join([
+        README_BEGIN,
+        f"Measured (`python -m benchmarks.lean_install --torch {Path(figures['torch_install']).name}`, "
+        f"torch {figures['torch']}, Python {figures['python']}): {figures['venv_mb']:,} MB on disk, "
+        f"{seconds:.0f} s to install "
+        f"({figures['torch_seconds']:.0f} s torch, {figures['core_seconds']:.0f} s the rest), "
+        f"no NVIDIA, CUDA, bpy or torchvision package; `ident3d.evaluate` ran the sandboxed path.",
+        README_END])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--torch", default=CPU_INDEX,
+                        help=f"pip arguments that install torch (default: {CPU_INDEX})")
+    parser.add_argument("--venv", type=Path, help="where to build the venv (default: a temporary folder)")
+    parser.add_argument("--readme", action="store_true",
+                        help=f"write the figures to {FIGURES.relative_to(REPO)} and the README's lines")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        figures = measure(args.venv or Path(tmp) / "venv", args.torch)
+    print(markdown(figures))
+    if args.readme:
+        atomic.write_bytes(FIGURES, (json.dumps(figures, indent=1) + "\n").encode())
+        readme = REPO / "README.md"
+        text = readme.read_text()
+        head, _, rest = text.partition(README_BEGIN)
+        _, _, tail = rest.partition(README_END)
+        atomic.write_bytes(readme, (head + readme_block(figures) + tail).encode())
+
+
+if __name__ == "__main__":
+    main()
