@@ -309,7 +309,8 @@ def add_entries(out: Path, entries: Path) -> list[Path]:
                 result, entry_id, status="verified", name=f"{name} (CPU-track baseline)",
                 authors=["ident3d maintainers"], training_data=train, positives=about["positives"],
                 loss=about["loss"], model_space=about["model_space"],
-                footnote=f"{about['budget']}; reproduce: bash baselines/cpu_track.sh (run {name})")
+                footnote=f"{about['budget']}; reproduce: bash baselines/cpu_track.sh (run {name})",
+                seed_group=SEED_SUFFIX.sub("", name))
             written.append(write_entry(entry, entries))
     return written
 

@@ -16,15 +16,14 @@ def per_latent(entry: Entry) -> dict[str, dict[str, float | None]]:
 
 def report(entries: list[Entry], candidate: Entry, label: str) -> str:
     rank, size, table = placement(entries, candidate)
+    candidate = table[rank - 1]  # the table's own row for it
     lines = [f"{label} would rank {rank} of {size} in {candidate['dataset']} · {candidate['protocol']}"
              " (ranked by MCC, then linear R²)"]
     if candidate["dataset"].startswith("custom:"):
         lines.append("(custom data: no track verified this split, so only results on the very same "
                      "data share this table; see `ident3d tracks`)")
     low, high = max(0, rank - 1 - AROUND), min(size, rank + AROUND)
-    shown = table_lines(table[low:high])
-    lines += ["", *shown[:2], *[line.replace("| " + str(i + 1) + " |", "| " + str(low + i + 1) + " |", 1)
-                                for i, line in enumerate(shown[2:])]]
+    lines += ["", *table_lines(table[low:high], start=low + 1)]
     references = [e for e in table if e is not candidate and per_latent(e)]
     if not references or not per_latent(candidate):
         return "\n".join(lines)

@@ -112,10 +112,12 @@ def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "s
                       paper: str | None = None, code: str | None = None,
                       training_data: str = "unspecified", positives: str = "unspecified",
                       loss: str = "unspecified", model_space: str = "unspecified",
-                      footnote: str | None = None, track: str | None = None) -> dict[str, Any]:
+                      footnote: str | None = None, track: str | None = None,
+                      seed_group: str | None = None) -> dict[str, Any]:
     """A schema-valid entry around an evaluator result (validated here, so errors come early).
 
-    ``track``: the table the submitter asks for; refused unless the result was scored on it."""
+    ``track``: the table the submitter asks for; refused unless the result was scored on it.
+    ``seed_group``: shared by the runs of one method that differ only in their seed."""
     validate_result(result)
     scored_on = track_of(result)
     if track is not None and track != scored_on:
@@ -142,6 +144,8 @@ def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "s
         "checkpoint_sha256": result["model"]["sha256"] if status in RESCORED else None,
         "result": result,
     }
+    if seed_group is not None:
+        entry["seed_group"] = seed_group
     return validate_entry(entry, f"entry {entry_id}")
 
 

@@ -51,20 +51,26 @@ def _link(entry: Entry) -> str:
     return f"[{text(entry['name'])}]({url(entry['paper'])})" if entry["paper"] else text(entry["name"])
 
 
-def _row(rank: int, entry: Entry) -> str:
+def _row(rank: int | str, entry: Entry) -> str:
     m, s = entry["metrics"], entry.get("metrics_std") or {}
-    cells = [str(rank), f"`{entry['id']}`", _link(entry), text(entry["positives"]), text(entry["loss"]),
+    ident = (", ".join(f"`{run['id']}`" for run in entry["runs"]) if "runs" in entry
+             else f"`{entry['id']}`")
+    cells = [str(rank), ident, _link(entry), text(entry["positives"]), text(entry["loss"]),
              text(entry["model_space"]), percent(m["linear_r2"], s.get("linear_r2")),
              percent(m.get("mcc_pearson"), s.get("mcc_pearson")), percent(m.get("nonlinear_r2")),
              entry["status"] + (f" ({text(entry['footnote'])})" if entry["footnote"] else "")]
     return "| " + " | ".join(cells) + " |"
 
 
-def table_lines(table: list[Entry]) -> list[str]:
-    """One ranked table (best first) as Markdown lines."""
-    return ["| # | ID | model | positives | loss | space | R² (%) | MCC (%) | kernel R² (%) | status |",
-            "|---:|---|---|---|---|---|---:|---:|---:|---|",
-            *(_row(rank, entry) for rank, entry in enumerate(table, start=1))]
+def table_lines(table: list[Entry], start: int = 1) -> list[str]:
+    """Ranked rows (best first, the first ranked ``start``) as Markdown lines; a seed group's runs
+    follow its row, unranked."""
+    lines = ["| # | ID | model | positives | loss | space | R² (%) | MCC (%) | kernel R² (%) | status |",
+             "|---:|---|---|---|---|---|---:|---:|---:|---|"]
+    for rank, row in enumerate(table, start=start):
+        lines.append(_row(rank, row))
+        lines += [_row("↳", run) for run in row.get("runs", [])]
+    return lines
 
 
 def render_markdown(entries: list[Entry]) -> str:

@@ -1,36 +1,82 @@
-"""Ranking: rows are compared only within one (dataset, protocol) table, by MCC, then R^2, then ID."""
+"""Ranking: rows are compared only within one (dataset, protocol) table, by MCC, then R^2, then ID.
+
+Entries that share a ``seed_group`` in one table are runs of one method with different seeds: they
+form one row holding their mean and sample standard deviation (``runs``: the entries, best first),
+so one method cannot fill several ranks.
+"""
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
+
+from ident3d.errors import ResultError
+from ident3d.results import METRIC_KEYS
 
 Entry = dict[str, Any]
 Table = tuple[str, str]  # (dataset, protocol)
+GROUP_AGREES_ON = ("loss", "positives", "model_space", "training_data", "status", "paper", "code")
 
 
-def rank_key(entry: Entry) -> tuple[float, float, str]:
+def rank_key(row: Entry) -> tuple[float, float, str]:
     """Higher MCC first, then higher linear R^2; a missing MCC ranks below every number."""
-    m = entry["metrics"]
+    m = row["metrics"]
     mcc = m.get("mcc_pearson")
-    return (-(mcc if mcc is not None else -1.0), -m["linear_r2"], entry["id"])
+    return (-(mcc if mcc is not None else -1.0), -m["linear_r2"], row["id"])
 
 
 def table_of(entry: Entry) -> Table:
     return entry["dataset"], entry["protocol"]
 
 
+def _mean_and_sd(values: list[float | None]) -> tuple[float | None, float | None]:
+    if any(v is None for v in values):
+        return None, None
+    return statistics.fmean(values), statistics.stdev(values)
+
+
+def seed_group_row(name: str, runs: list[Entry]) -> Entry:
+    """One row for the runs of ``name``: every metric's mean and sample sd over the runs."""
+    first = runs[0]
+    for field in GROUP_AGREES_ON:
+        differing = sorted({str(r.get(field)) for r in runs})
+        if len(differing) > 1:
+            raise ResultError(f"seed_group {name!r} joins entries that differ in {field} "
+                              f"({', '.join(r['id'] for r in runs)}: {' vs '.join(differing)}). Fix: give "
+                              "runs of different methods different seed_group values, or correct the field.")
+    stats = {key: _mean_and_sd([r["metrics"].get(key) for r in runs]) for key in METRIC_KEYS}
+    return {**{field: first.get(field) for field in GROUP_AGREES_ON},
+            "id": f"group:{name}", "name": f"{name} (mean of {len(runs)} seeds)", "authors": first["authors"],
+            "dataset": first["dataset"], "protocol": first["protocol"], "seed_group": name,
+            "footnote": f"mean ± sample sd over {len(runs)} runs that differ only in their seed",
+            "metrics": {key: mean for key, (mean, _) in stats.items()},
+            "metrics_std": {key: sd for key, (_, sd) in stats.items()},
+            "checkpoint_sha256": None, "result": None, "runs": sorted(runs, key=rank_key)}
+
+
+def grouped(entries: list[Entry]) -> list[Entry]:
+    """One table's rows, best first: seed groups of two or more runs collapse into one row."""
+    groups: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.get("seed_group"):
+            groups.setdefault(entry["seed_group"], []).append(entry)
+    rows = [e for e in entries if len(groups.get(e.get("seed_group") or "", [])) < 2]
+    rows += [seed_group_row(name, runs) for name, runs in groups.items() if len(runs) >= 2]
+    return sorted(rows, key=rank_key)
+
+
 def ranked_tables(entries: list[Entry]) -> dict[Table, list[Entry]]:
-    """Tables with the most entries first (then by dataset and protocol), each ranked best first;
-    the page opens on the first."""
+    """Tables with the most entries first (then by dataset and protocol), each's rows ranked best
+    first; the page opens on the first."""
     tables: dict[Table, list[Entry]] = {}
     for entry in entries:
         tables.setdefault(table_of(entry), []).append(entry)
     order = sorted(tables, key=lambda key: (-len(tables[key]), key))
-    return {key: sorted(tables[key], key=rank_key) for key in order}
+    return {key: grouped(tables[key]) for key in order}
 
 
 def placement(entries: list[Entry], candidate: Entry) -> tuple[int, int, list[Entry]]:
-    """Where ``candidate`` would rank in its table: (rank, table size with it, the table)."""
-    table = sorted([e for e in entries if table_of(e) == table_of(candidate)] + [candidate],
-                   key=rank_key)
-    return table.index(candidate) + 1, len(table), table
+    """Where ``candidate`` (a single run) would rank in its table: (rank, rows with it, the rows)."""
+    solo = {**candidate, "seed_group": None}
+    rows = grouped([e for e in entries if table_of(e) == table_of(candidate)] + [solo])
+    return rows.index(solo) + 1, len(rows), rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from importlib.resources import files
 
 from ident3d.tracks import tracks
@@ -11,17 +12,30 @@ from leaderboard.ranking import Entry, ranked_tables
 
 PAGE_FIELDS = ("id", "name", "paper", "code", "authors", "positives", "loss", "model_space", "status",
                "footnote", "dataset", "protocol", "metrics", "metrics_std")
+LATENT_KEYS = ("linear_r2", "mcc_pearson")
+
+
+def page_row(row: Entry) -> dict:
+    """What the page shows of a table row; a seed group carries its runs and their mean per latent."""
+    shown = {k: row.get(k) for k in PAGE_FIELDS}
+    if "runs" in row:
+        shown["runs"] = [page_row(run) for run in row["runs"]]
+        latents = [run["per_latent"] for run in shown["runs"]]
+        shown["per_latent"] = None if None in latents else [
+            {"factor": cells[0]["factor"],
+             **{k: None if any(c[k] is None for c in cells) else statistics.fmean(c[k] for c in cells)
+                for k in LATENT_KEYS}}
+            for cells in zip(*latents, strict=True)]
+        return shown
+    result = row["result"]
+    shown["per_latent"] = ([{k: p.get(k) for k in ("factor", *LATENT_KEYS)} for p in result["per_latent"]]
+                           if result else None)
+    return shown
 
 
 def page_data(entries: list[Entry]) -> dict:
-    rows = []
-    for entry in entries:
-        row = {k: entry.get(k) for k in PAGE_FIELDS}
-        result = entry["result"]
-        row["per_latent"] = ([{k: p.get(k) for k in ("factor", "linear_r2", "mcc_pearson")}
-                              for p in result["per_latent"]] if result else None)
-        rows.append(row)
     tables = ranked_tables(entries)
+    rows = [page_row(row) for table in tables.values() for row in table]
     known = {t.id: {"title": t.title, "description": t.description} for t in tracks().values()}
     return {"entries": rows, "factors": list(FACTOR_NAMES),
             "tables": [[track, protocol, len(rows)] for (track, protocol), rows in tables.items()],

@@ -18,6 +18,7 @@ from ident3d.errors import ResultError
 from leaderboard.build import MARKDOWN, SITE, build, stale
 from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, validate_entry, write_entry
 from leaderboard.markdown import render_markdown
+from leaderboard.ranking import ranked_tables, table_of
 
 PAPER = ENTRIES_DIR / "Zimmermann2021Contrastive_normal-box.json"
 
@@ -132,6 +133,36 @@ def test_tables_rank_by_mcc_then_r2_then_id_and_never_mix_protocols(tmp_path):
     rows = [line for line in published.splitlines() if "`Zimmermann" in line]
     assert "supervised" in rows[0] and "identity" in rows[-1]  # missing MCC ranks last
     assert "| 96.73 ± 0.10 | 98.31 ± 0.04 |" in published
+
+
+def test_seed_groups_rank_as_one_row_with_mean_and_sample_sd(tmp_path):
+    import statistics
+
+    from leaderboard.compare import report
+
+    for entry_id, r2, mcc in (("Doe2026Seeds_s0", 0.5, 0.60), ("Doe2026Seeds_s1", 0.7, 0.80),
+                              ("Doe2026Seeds_s2", 0.6, 0.70), ("Roe2026Single", 0.9, 0.65)):
+        write_entry(entry_from_result(fake_result(r2, mcc), entry_id, seed_group="doe-seeds"
+                                      if "Seeds" in entry_id else None), tmp_path)
+    entries = load_entries(tmp_path)
+    [table] = ranked_tables(entries).values()
+    assert [row["id"] for row in table] == ["group:doe-seeds", "Roe2026Single"]  # 0.70 mean MCC > 0.65
+    group = table[0]
+    assert group["metrics"]["mcc_pearson"] == pytest.approx(0.7)
+    assert group["metrics_std"]["linear_r2"] == pytest.approx(statistics.stdev([0.5, 0.7, 0.6]))
+    assert [run["id"] for run in group["runs"]] == ["Doe2026Seeds_s1", "Doe2026Seeds_s2", "Doe2026Seeds_s0"]
+    lines = [line for line in render_markdown(entries).splitlines() if "Doe2026Seeds" in line]
+    assert lines[0].startswith("| 1 | `Doe2026Seeds_s1`, `Doe2026Seeds_s2`, `Doe2026Seeds_s0` |")
+    assert "| 60.00 ± 10.00 | 70.00 ± 10.00 |" in lines[0]
+    assert [line.split(" |")[0] for line in lines[1:]] == ["| ↳"] * 3  # the runs, unranked
+    newcomer = entry_from_result(fake_result(0.9, 0.66), "New2026One")
+    assert "would rank 2 of 3" in report(entries, newcomer, "r")
+
+    odd = json.loads((tmp_path / "Roe2026Single.json").read_text())  # a group must be one method
+    odd.update(id="Roe2026Single_s1", seed_group="doe-seeds", loss="MSE")
+    write_entry(odd, tmp_path)
+    with pytest.raises(ResultError, match="seed_group 'doe-seeds' joins entries that differ in loss"):
+        ranked_tables(load_entries(tmp_path))
 
 
 def test_build_is_deterministic_and_stale_outputs_are_detected(tmp_path):
@@ -265,9 +296,22 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         page.on("request", lambda r: requests.append(r.url))
         page.goto(url)
         rows = page.locator("#board tbody tr")
-        largest, size = largest_table(entries)
+        largest, _ = largest_table(entries)
         assert (page.input_value("#dataset"), page.input_value("#protocol")) == largest  # shown first
-        assert rows.count() == size
+        table_rows = ranked_tables(entries)[largest]
+        assert rows.count() == len(table_rows) < sum(1 for e in entries if table_of(e) == largest)
+        group = page.locator("#board tbody tr[data-id='group:v2-normal-box']")  # three seeds, one row: mean ± sd
+        assert re.search(r"\d\.\d\d ± \d\.\d\d", group.locator("td").nth(5).inner_text())
+        ranks = rows.evaluate_all("rows => rows.map(r => r.children[0].textContent)")
+        assert ranks == [str(i) for i in range(1, len(table_rows) + 1)]
+        group.locator("button.runs").click()  # the runs open beneath it, unranked
+        runs = page.locator("#board tbody tr.run")
+        [group_row] = [row for row in table_rows if row["id"] == "group:v2-normal-box"]
+        assert runs.evaluate_all("rs => rs.map(r => r.dataset.id)") == [r["id"] for r in group_row["runs"]]
+        assert runs.evaluate_all("rs => rs.map(r => r.children[0].textContent)") == ["", "", ""]
+        assert rows.count() == len(table_rows) + 3
+        group.locator("button.runs").click()
+        assert rows.count() == len(table_rows)
         page.select_option("#dataset", "3dident-published@1")
         page.select_option("#protocol", "cl-ica-2021")
         paper_table = ("3dident-published@1", "cl-ica-2021")
@@ -304,11 +348,17 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         with page.expect_download() as download:
             page.click("#csv")
         lines = Path(download.value.path()).read_text().strip().splitlines()
-        assert lines[0].startswith('"rank","id","name","track"') and len(lines) == 1 + 8
+        assert lines[0].startswith('"rank","id","name","seed_group","track"') and len(lines) == 1 + 8
         assert '"linear_r2:object_x"' in lines[0] and '"mcc_pearson:spotlight_hue"' in lines[0]
 
-        page.select_option("#dataset", largest[0])  # a table with per-latent scores
+        page.select_option("#dataset", largest[0])  # a table with per-latent scores and a seed group
         page.select_option("#protocol", largest[1])
+        with page.expect_download() as download:
+            page.click("#csv")
+        grouped = [line.split(",")[:4] for line in Path(download.value.path()).read_text().splitlines()
+                   if '"v2-normal-box"' in line]
+        assert [cells[0] != '""' for cells in grouped] == [True, False, False, False]  # mean, then runs
+        assert grouped[0][1] == '"group:v2-normal-box"' and '"linear_r2_sd"' in lines[0]
         heat = page.locator("#heat-r2 table")
         values = heat.evaluate("""t => [...t.rows].slice(1).map(r => [...r.cells].slice(1).map(
             c => ({text: c.textContent, best: c.classList.contains('best')})))""")
@@ -354,7 +404,8 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         page.select_option("#dataset", "3dident-published@1")
         page.select_option("#protocol", "ident3d-eval-v1")
         assert rows.evaluate_all("rows => rows.map(r => r.dataset.id)") == ["Roe2026Contrastive"]
-        assert f"1 of {len(entries)} entries shown" in page.inner_text("#count")
+        all_rows = sum(len(t) for t in ranked_tables(entries).values())
+        assert f"1 of {all_rows} rows shown" in page.inner_text("#count")
 
         narrow = browser.new_page(viewport={"width": 420, "height": 900})
         narrow.goto(url)

@@ -40,6 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add.add_argument("--loss", default="unspecified", help="training loss")
     add.add_argument("--space", dest="model_space", default="unspecified", help="model output space")
     add.add_argument("--footnote", help="one sentence shown under the table (budget, caveats)")
+    add.add_argument("--seed-group", metavar="NAME",
+                     help="the same NAME on each seed's entry of one method: one row (mean ± sd)")
     add.add_argument("--checkpoint", type=Path,
                      help="the model file: re-score it on --data and mark the entry verified")
     add.add_argument("--data", type=Path, help="dataset root for re-scoring --checkpoint")
@@ -119,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     entry = entry_from_result(result, args.id, status=status, name=args.name, authors=args.authors,
                               paper=args.paper, code=args.code, training_data=args.training_data,
                               positives=args.positives, loss=args.loss, model_space=args.model_space,
-                              footnote=args.footnote, track=track)
+                              footnote=args.footnote, track=track, seed_group=args.seed_group)
     print(write_entry(entry, args.entries))
     print("now run `ident3d leaderboard build` to update LEADERBOARD.md and the page")
     return 0
