@@ -300,7 +300,7 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         assert (page.input_value("#dataset"), page.input_value("#protocol")) == largest  # shown first
         table_rows = ranked_tables(entries)[largest]
         assert rows.count() == len(table_rows) < sum(1 for e in entries if table_of(e) == largest)
-        group = page.locator("#board tbody tr[data-id='group:v2-normal-box']")  # three seeds, one row: mean ± sd
+        group = page.locator("#board tbody tr[data-id='group:v2-normal-box']")  # 3 seeds, 1 row: mean ± sd
         assert re.search(r"\d\.\d\d ± \d\.\d\d", group.locator("td").nth(5).inner_text())
         ranks = rows.evaluate_all("rows => rows.map(r => r.children[0].textContent)")
         assert ranks == [str(i) for i in range(1, len(table_rows) + 1)]

@@ -3,6 +3,7 @@ resume exactly, and the report's verdicts."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -272,11 +273,16 @@ def test_report_draws_lambda_trajectories_beside_itself(tmp_path):
     for row in ("A.1", "A.2"):
         synthetic_run.run(get_row(row), 0, budget, out)
     report = tmp_path / "docs" / "report.md"
+    softplus = dataclasses.replace(budget, precision_map="softplus")  # same row and seed: its own figure
+    synthetic_run.run(get_row("A.1"), 0, softplus, out)
     assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 0
     drawn = sorted((tmp_path / "docs" / "synthetic-figures").glob("*.svg"))
-    assert [p.name for p in drawn] == ["lambda-A.1-seed0-b32-n8-lr0.0001.svg",
+    assert [p.name for p in drawn] == ["lambda-A.1-seed0-b32-n8-lr0.0001-softplus.svg",
+                                       "lambda-A.1-seed0-b32-n8-lr0.0001.svg",
                                        "lambda-A.2-seed0-b32-n8-lr0.0001.svg"]
-    assert "](synthetic-figures/lambda-A.1-seed0-b32-n8-lr0.0001.svg)" in report.read_text()
+    caption = "![A.1 seed 0, 32 x 8, lr 0.0001, softplus Lambda]"
+    assert caption + "(synthetic-figures/lambda-A.1-seed0-b32-n8-lr0.0001-softplus.svg)" in report.read_text()
+    drawn = drawn[1:]
     svg = "{http://www.w3.org/2000/svg}"
     anisotropic, isotropic = (ElementTree.parse(p).getroot() for p in drawn)
     assert len(anisotropic.findall(f"{svg}polyline")) == 10  # one learned Lambda per feature

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from baselines.synthetic.run import Budget
+
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 360, 56, 16, 28, 40
 # ten distinguishable colours (Tableau 10)
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -17,8 +19,8 @@ PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 
 
 def figure_name(result: dict[str, Any]) -> str:
-    b = result["budget"]
-    return f"lambda-{result['row']}-seed{result['seed']}-b{b['batch_size']}-n{b['steps']}-lr{b['lr']:g}.svg"
+    """The result file's own name (row, seed, every budget field that differs), as an SVG."""
+    return f"lambda-{result['row']}-seed{result['seed']}-{Budget(**result['budget']).tag()}.svg"
 
 
 def has_trajectory(result: dict[str, Any]) -> bool:
