@@ -28,7 +28,8 @@ from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent, manifest_summary
 from ident3d.errors import DatasetError, DeviceError, SubmissionError
 from ident3d.inference import Runner
-from ident3d.results import PROTOCOLS, RESULT_SCHEMA, Result, validate_result
+from ident3d.protocols import get_protocol
+from ident3d.results import RESULT_SCHEMA, Result, validate_result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel
 from ident3d.sandbox.limits import SandboxLimits
 from ident3d.submissions import Submission, check_features, load_submission, module_submission
@@ -134,7 +135,7 @@ def score(z: np.ndarray, h: np.ndarray, protocol: str) -> dict[str, Any]:
         pearson, assign_p = metrics.mcc(z[sample], h[sample], "pearson")
         nonlinear = spearman = kernel = None
     else:
-        raise SubmissionError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+        get_protocol(protocol)  # raises, naming the known ones
     linear = metrics.linear_r2(z[fit], h[fit], z[test], h[test])
     return {"linear_r2": linear, "nonlinear_r2": nonlinear, "mcc_pearson": pearson,
             "mcc_spearman": spearman, "kernel": kernel, "n_fit": len(fit), "n_score": len(test),
@@ -177,8 +178,7 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
     reproducibility probe; the result records which lock-down layers the machine applied. An
     in-memory ``torch.nn.Module`` is the caller's own code: it runs here, in eval mode (its mode,
     device and layout are restored afterwards), and its result is marked self-reported."""
-    if protocol not in PROTOCOLS:
-        raise SubmissionError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+    version = get_protocol(protocol).version
     start = time.perf_counter()
     dataset = ThreeDIdent(data_root, split)  # cheap checks of the data first, then the model
     if len(dataset) < 4:
@@ -216,6 +216,7 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
     document = {
         "schema": RESULT_SCHEMA,
         "protocol": protocol,
+        "protocol_version": version,
         "dataset": {"name": "3dident", "split": split, "variant": summary["variant"],
                     "track": identify(dataset.layout, dataset.latents, dataset.manifest),
                     "n": len(dataset), "manifest_sha256": summary["manifest_sha256"],

@@ -24,10 +24,15 @@ KERNEL_FOLDS = 3
 
 
 def r2_per_latent(z: np.ndarray, prediction: np.ndarray) -> np.ndarray:
-    """Coefficient of determination per column (sklearn's ``r2_score`` with raw outputs)."""
+    """Coefficient of determination per column (sklearn's ``r2_score`` with raw outputs). A constant
+    column (every value equal) scores 1 when predicted exactly and 0 otherwise, as in scikit-learn;
+    deciding constancy from the values rather than from a rounded variance keeps a constant column
+    whose mean is not exact in floating point from scoring rounding noise."""
     residual = ((z - prediction) ** 2).sum(0)
     total = ((z - z.mean(0)) ** 2).sum(0)
-    return 1.0 - residual / np.where(total > 0, total, np.inf)
+    constant = z.max(0) == z.min(0)
+    exact = np.where(residual == 0, 1.0, 0.0)
+    return np.where(constant, exact, 1.0 - residual / np.where(constant, 1.0, total))
 
 
 def linear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray,

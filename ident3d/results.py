@@ -15,7 +15,6 @@ from ident3d import atomic
 from ident3d.errors import ResultError
 
 METRIC_KEYS = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
-PROTOCOLS = ("ident3d-eval-v1", "cl-ica-2021")
 RESULT_SCHEMA = "ident3d-result/1"
 
 

@@ -4,7 +4,7 @@ import argparse
 from pathlib import Path
 
 from ident3d.cli.arguments import check_output_file, positive_float, positive_int, split_name, torch_device
-from ident3d.results import PROTOCOLS
+from ident3d.protocols import REGISTRY
 from ident3d.sandbox.limits import Limits, SandboxLimits
 
 HELP = "score an encoder (.pt2, safetensors + --arch, or .npy embeddings) on the test split"
@@ -16,7 +16,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", type=Path, required=True, help=".pt2, .safetensors or .npy")
     p.add_argument("--arch", help="registered architecture for .safetensors weights")
     p.add_argument("--name", help="model name in the result (default: file stem)")
-    p.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS, help="evaluation protocol (README)")
+    p.add_argument("--protocol", default="ident3d-eval-v1", choices=list(REGISTRY),
+                   help="evaluation protocol: " + "; ".join(f"{proto.name} {proto.version}: {proto.summary}"
+                                                          for proto in REGISTRY.values()))
     p.add_argument("--split", type=split_name, default="test", help="split folder to score on")
     p.add_argument("--device", type=torch_device,
                    help="gpu, cpu, cuda:N (default: the GPU when there is one)")

@@ -1,0 +1,57 @@
+"""Evaluation protocols as versioned objects: what each computes and every change that moved a number.
+
+A protocol's ``name`` is what results, entries and ``--protocol`` say; its ``version`` goes up, with a
+changelog line, whenever a change can move any metric value on any input (tests/test_golden_metrics.py
+pins the values of fixed inputs per version and fails when one moves without a bump).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    version: str
+    summary: str
+    changelog: tuple[tuple[str, str], ...]  # (version, what changed), oldest first
+
+    def __post_init__(self) -> None:
+        if not self.changelog or self.changelog[-1][0] != self.version:
+            raise ValueError(f"protocol {self.name}: the changelog must end at version {self.version}")
+
+
+CONSTANT_LATENT = ("1.1", "a latent that is constant on the scored set (every value equal) has R² 1 "
+                   "only when it is predicted exactly, else 0 (scikit-learn's r2_score, which the "
+                   "original code used); before, any prediction of it scored 1. No track has a "
+                   "constant latent, so no leaderboard entry moves.")
+
+REGISTRY = {p.name: p for p in (
+    Protocol(
+        name="ident3d-eval-v1",
+        version="1.1",
+        summary="the whole test split in index order, halved at random (seed 0) into fit and score sets; "
+                "linear R² (affine least squares), kernel R² (RBF kernel ridge, a 4 x 4 grid, 3-fold CV "
+                "on at most 4,000 fit points, chosen per latent) and MCC (Pearson and Spearman, Hungarian "
+                "matching on the fit set, scored on the score set); per-latent values clipped to [0, 1] "
+                "before the mean",
+        changelog=(("1.0", "first version"), CONSTANT_LATENT)),
+    Protocol(
+        name="cl-ica-2021",
+        version="1.1",
+        summary="the procedure of Zimmermann et al. (ICML 2021): 4,096 test images drawn with a fixed "
+                "seed, halved into fit and score sets for linear R²; MCC (Pearson) on all 4,096 with its "
+                "own matching; the raw per-latent R² averaged, then the mean clipped to [0, 1]",
+        changelog=(("1.0", "first version"), CONSTANT_LATENT)),
+)}
+NAMES = tuple(REGISTRY)
+
+
+def get_protocol(name: str) -> Protocol:
+    from ident3d.errors import SubmissionError
+
+    if name not in REGISTRY:
+        raise SubmissionError(f"unknown protocol {name!r}; expected one of {', '.join(NAMES)}. "
+                              "Fix: pass one of them (`ident3d evaluate --help` describes each).")
+    return REGISTRY[name]

@@ -1,0 +1,114 @@
+"""Protocols are versioned: every metric of fixed inputs is pinned per protocol version, and a value
+that moves without a version bump fails here.
+
+    python tests/test_protocols.py --write     (after bumping a version in ident3d/protocols.py)
+
+writes tests/golden/metrics.json; it refuses to change the pinned values of a version that stayed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib.resources import files
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ident3d.protocols import NAMES, REGISTRY
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "metrics.json"
+TOLERANCE = 1e-9
+METRICS = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
+
+
+def fixtures() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Fixed inputs (true latents z, features h) that exercise each metric's behaviour."""
+    rng = np.random.default_rng(2021)
+    n, k = 600, 10
+    z = rng.uniform(-1, 1, (n, k))
+    permutation, scales = rng.permutation(k), rng.uniform(0.5, 3, k)
+    mix = rng.normal(size=(k, k))
+    constant = z.copy()
+    constant[:, 3] = 0.2
+    return {
+        "identity": (z, z.copy()),
+        "permutation, scale and noise": (z, z[:, permutation] * scales + 0.05 * rng.normal(size=(n, k))),
+        "nonlinear mix": (z, np.tanh(z @ mix) + 0.01 * rng.normal(size=(n, k))),
+        "pure noise": (z, rng.normal(size=(n, k))),
+        "a constant latent": (constant, constant + 0.05 * rng.normal(size=(n, k))),
+    }
+
+
+def compute(protocol: str) -> dict[str, dict[str, list[float] | None]]:
+    from ident3d.evaluation import score
+
+    out = {}
+    for name, (z, h) in fixtures().items():
+        scored = score(z, h, protocol)
+        out[name] = {m: None if scored[m] is None else [float(v) for v in scored[m]] for m in METRICS}
+    return out
+
+
+def moved(pinned: dict, computed: dict) -> list[str]:
+    """Every (fixture, metric, latent) whose value differs by more than TOLERANCE."""
+    found = []
+    for fixture, values in computed.items():
+        for metric, now in values.items():
+            before = pinned.get(fixture, {}).get(metric)
+            if (before is None) != (now is None) or (now is not None and (
+                    len(now) != len(before) or not np.allclose(now, before, rtol=0, atol=TOLERANCE))):
+                found.append(f"{fixture} / {metric}: {before} -> {now}")
+    return found
+
+
+@pytest.mark.parametrize("protocol", NAMES)
+def test_pinned_metrics_move_only_with_a_version_bump(protocol):
+    pinned = json.loads(GOLDEN.read_text())[protocol]
+    version = REGISTRY[protocol].version
+    assert pinned["version"] == version, (
+        f"{protocol} is at version {version} but the pinned values are of {pinned['version']}. "
+        "Fix: python tests/test_protocols.py --write")
+    changes = moved(pinned["values"], compute(protocol))
+    assert not changes, (f"{protocol} {version}: metric values moved without a version bump: {changes[:2]}. "
+                         "Fix: if intended, bump the version in ident3d/protocols.py with a changelog "
+                         "line, then python tests/test_protocols.py --write")
+
+
+def test_the_fixtures_behave_as_named():
+    values = json.loads(GOLDEN.read_text())["ident3d-eval-v1"]["values"]
+    assert min(values["identity"]["linear_r2"]) > 0.999 and min(values["identity"]["mcc_pearson"]) > 0.999
+    assert min(values["permutation, scale and noise"]["mcc_pearson"]) > 0.99
+    assert max(values["pure noise"]["linear_r2"]) < 0.05
+    assert values["a constant latent"]["linear_r2"][3] == 0.0  # predicted, but not exactly
+
+
+def test_every_contract_names_the_registry_protocols():
+    from leaderboard.entries import entry_schema
+
+    result = json.loads(files("ident3d.schemas").joinpath("result-v1.json").read_text())
+    assert result["properties"]["protocol"]["enum"] == list(NAMES)
+    assert entry_schema()["properties"]["protocol"]["enum"] == list(NAMES)
+    for protocol in REGISTRY.values():
+        assert protocol.changelog[-1][0] == protocol.version and protocol.summary
+
+
+def write() -> None:
+    """Pin the current values; refuse to change those of a version that did not change."""
+    old = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+    new = {}
+    for protocol in NAMES:
+        version, computed = REGISTRY[protocol].version, compute(protocol)
+        previous = old.get(protocol)
+        if previous and previous["version"] == version and moved(previous["values"], computed):
+            sys.exit(f"error: {protocol} {version}: values moved but the version did not. Fix: bump it in "
+                     "ident3d/protocols.py with a changelog line first.")
+        new[protocol] = {"version": version, "values": computed}
+    GOLDEN.parent.mkdir(exist_ok=True)
+    GOLDEN.write_text(json.dumps(new, indent=1, sort_keys=True) + "\n")
+    print(GOLDEN)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    write()
