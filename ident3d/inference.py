@@ -18,8 +18,6 @@ from typing import Any
 
 import torch
 
-COMPILE_MIN_IMAGES = 4096
-
 
 class Runner:
     """``runner(x)``: the model's output for a float32 (B, 3, H, W) batch on ``device``.

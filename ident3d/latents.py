@@ -7,8 +7,6 @@ Data Generating Process" (ICML 2021), section 6 and appendix A.4; a variant's sp
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 from scipy import stats
 
@@ -19,7 +17,6 @@ RAW_LOW, RAW_HIGH = -1.0, 1.0
 PAIR_STREAM = 1  # second key of the positives' random stream in sample_pairs
 
 
-Conditional = Literal["normal", "laplace", "gennorm"]
 CONDITIONALS: tuple[str, ...] = ("normal", "laplace", "gennorm")
 
 

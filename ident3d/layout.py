@@ -12,8 +12,6 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-SPLITS = ("train", "test")
-
 
 def padding_width(n: int) -> int:
     """Digits in image names: ceil(log10 N) as in the published dataset (at least 1)."""

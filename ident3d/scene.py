@@ -27,9 +27,6 @@ import numpy as np
 from ident3d.errors import LatentError
 
 TEAPOT_SIZE = 4.4421  # largest dimension of the scaled teapot, "s" in docs/facts.md
-POSITION_SCALE = 3.0  # location = 3 u
-ANGLE_SCALE = np.pi / 2  # rotations and spotlight angle = (pi / 2) u
-HUE_SCALE = 1 / 4  # hue in turns = (pi / 2) u / (2 pi)
 SPOT_RADIUS = 4.0
 SPOT_HEIGHT = 6.0 + TEAPOT_SIZE
 GROUND_Z = -TEAPOT_SIZE
@@ -118,7 +115,6 @@ MAPPINGS: dict[str, Mapping] = {
         wraps_hue=False,
     ),
 }
-DEFAULT_MAPPING = "v2"
 
 
 def get_mapping(name: str) -> Mapping:

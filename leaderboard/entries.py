@@ -18,7 +18,6 @@ from ident3d.results import METRIC_KEYS, schema_problem, validate_result
 from ident3d.tracks import tracks
 
 ENTRY_SCHEMA = "ident3d-leaderboard-entry/1"
-STATUSES = ("verified", "verified-once", "self-reported", "reported-in-paper")
 RESCORED = ("verified", "verified-once")  # scored by the evaluator from a checkpoint of known sha256
 ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
 
