@@ -3,9 +3,10 @@
 * Parquet shards that Hugging Face ``datasets`` loads (``load_dataset("parquet", data_files=...)``):
   one row per image with ``image`` (the PNG bytes, as the library's ``Image`` feature), ``index``,
   ``raw_latents`` and ``latents`` (one float32 per latent of the variant); the manifest is in each file's
-  metadata and beside the shards.
+  metadata and in ``__ident3d__/<split>.manifest.json``, a folder ``datasets`` skips, so that
+  ``load_dataset(DIR)`` and ``load_dataset("parquet", data_dir=DIR)`` read only the shards.
 * WebDataset tar shards: per image ``<index>.png``, ``<index>.raw_latents.npy`` and
-  ``<index>.latents.npy``, plus ``manifest.json`` beside the shards.
+  ``<index>.latents.npy``, plus the same manifest file.
 
 PNG bytes are carried unchanged, so an imported split has the same files, checksums and manifest as
 the original. An export may be crafted, so the import reads within bounds (decompressed bytes per
@@ -45,6 +46,11 @@ FORMATS = ("parquet", "webdataset")
 MANIFEST_KEY = b"ident3d_manifest"
 MEMBER = re.compile(r"^(\d+)\.(png|raw_latents\.npy|latents\.npy)$")
 MAX_ROW_BYTES = 16 << 20  # one image and its latents, decompressed; anything larger is not ours
+METADATA = "__ident3d__"  # beside the shards; Hugging Face datasets skips folders named __*__
+
+
+def manifest_file(folder: Path, split: str) -> Path:
+    return Path(folder) / METADATA / f"{split}.manifest.json"
 
 
 def _hf_features(k: int) -> dict[str, Any]:
@@ -74,7 +80,7 @@ def export_split(root: Path, split: str, out: Path, fmt: str, shard_size: int = 
     shards = _shards(len(dataset), shard_size)
     suffix = "parquet" if fmt == "parquet" else "tar"
     paths = [out / f"{split}-{k:05d}-of-{len(shards):05d}.{suffix}" for k in range(len(shards))]
-    taken = [p for p in [*paths, out / f"{split}.manifest.json"] if p.exists()]
+    taken = [p for p in [*paths, manifest_file(out, split)] if p.exists()]
     if taken:
         raise DatasetError(f"{taken[0]} already exists. Fix: export into an empty folder.")
     manifest_bytes = dataset.layout.manifest.read_bytes()
@@ -83,7 +89,8 @@ def export_split(root: Path, split: str, out: Path, fmt: str, shard_size: int = 
             _write_parquet(path, dataset, scene, rows, manifest_bytes)
         else:
             _write_tar(path, dataset, scene, rows)
-    atomic.write_bytes(out / f"{split}.manifest.json", manifest_bytes)
+    manifest_file(out, split).parent.mkdir(exist_ok=True)
+    atomic.write_bytes(manifest_file(out, split), manifest_bytes)
     return paths
 
 
@@ -126,7 +133,9 @@ def _write_tar(path: Path, dataset: ThreeDIdent, scene: np.ndarray, rows: range)
 def import_split(source: Path, root: Path, split: str) -> SplitLayout:
     """Rebuild ``root/split`` from the shards in ``source`` written by ``export_split``."""
     source = Path(source)
-    manifest_path = source / f"{split}.manifest.json"
+    manifest_path = manifest_file(source, split)
+    if not manifest_path.exists() and (source / f"{split}.manifest.json").exists():
+        manifest_path = source / f"{split}.manifest.json"  # where exports before 0.2 put it
     if not manifest_path.exists():
         raise DatasetError(f"{manifest_path} not found: {source} holds no exported split {split!r}. "
                            "Fix: pass the folder `ident3d export` wrote, and the same --split.")

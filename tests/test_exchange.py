@@ -42,10 +42,20 @@ def test_parquet_loads_in_hugging_face_datasets_and_imports_back(split, tmp_path
     assert np.array_equal(np.asarray(hf[7]["image"].convert("RGB")), original.load_array(7))
     assert np.allclose(hf[7]["raw_latents"], original.latents[7])
     assert hf.features["image"].__class__.__name__ == "Image"
+    # the folder alone loads too, both ways: the manifest sits where datasets does not look
+    folder = str(tmp_path / "pq")
+    for whole in (datasets.load_dataset(folder, cache_dir=str(tmp_path / "c1")),
+                  datasets.load_dataset("parquet", data_dir=folder, cache_dir=str(tmp_path / "c2"))):
+        assert list(whole) == ["test"] and len(whole["test"]) == 30
 
     assert main(["import", "--from", str(tmp_path / "pq"), "--split", "test", "--data",
                  str(tmp_path / "back")]) == 0
     assert_same_split(split, tmp_path / "back")
+    old = tmp_path / "pq" / "test.manifest.json"  # an export made before the manifest moved
+    (tmp_path / "pq/__ident3d__/test.manifest.json").rename(old)
+    assert main(["import", "--from", str(tmp_path / "pq"), "--split", "test", "--data",
+                 str(tmp_path / "back-old")]) == 0
+    assert_same_split(split, tmp_path / "back-old")
 
 
 def test_webdataset_reads_the_shards_and_imports_back(split, tmp_path):
@@ -100,7 +110,7 @@ def test_crafted_or_damaged_shards_are_refused_and_nothing_is_written(split, tmp
     assert [p.name for p in (tmp_path / "busy/test").iterdir()] == ["mine.txt"]
     with pytest.raises(DatasetError, match="already exists"):
         export_split(split, "test", tmp_path / "pq", "parquet")
-    assert json.loads((tmp_path / "pq/test.manifest.json").read_text())["n"] == 30
+    assert json.loads((tmp_path / "pq/__ident3d__/test.manifest.json").read_text())["n"] == 30
 
 
 def test_a_crafted_parquet_shard_or_manifest_is_one_clear_error(split, tmp_path):
@@ -109,9 +119,9 @@ def test_a_crafted_parquet_shard_or_manifest_is_one_clear_error(split, tmp_path)
     shard.write_bytes(b"PAR1 not really parquet PAR1")
     with pytest.raises(DatasetError, match="not a Parquet shard of an ident3d export"):
         import_split(tmp_path / "pq", tmp_path / "back", "test")
-    manifest = json.loads((tmp_path / "pq/test.manifest.json").read_text())
+    manifest = json.loads((tmp_path / "pq/__ident3d__/test.manifest.json").read_text())
     manifest["padding"] = "ten"
-    (tmp_path / "pq/test.manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "pq/__ident3d__/test.manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(DatasetError, match="field padding"):
         import_split(tmp_path / "pq", tmp_path / "back", "test")
     assert not (tmp_path / "back").exists()
