@@ -2,11 +2,16 @@
 
 * Parquet shards that Hugging Face ``datasets`` loads (``load_dataset("parquet", data_files=...)``):
   one row per image with ``image`` (the PNG bytes, as the library's ``Image`` feature), ``index``,
-  ``raw_latents`` and ``latents`` (one float32 per latent of the variant); the manifest is in each file's
+  ``caption``, ``raw_latents`` and ``latents`` (one float32 per latent of the variant), and one column
+  per factor named as the variant names it (its raw value; a class latent as a ``ClassLabel`` with the
+  class names); the manifest is in each file's
   metadata and in ``__ident3d__/<split>.manifest.json``, a folder ``datasets`` skips, so that
   ``load_dataset(DIR)`` and ``load_dataset("parquet", data_dir=DIR)`` read only the shards.
-* WebDataset tar shards: per image ``<index>.png``, ``<index>.raw_latents.npy`` and
-  ``<index>.latents.npy``, plus the same manifest file.
+* WebDataset tar shards: per image ``<index>.png``, ``<index>.txt`` (the caption),
+  ``<index>.raw_latents.npy`` and ``<index>.latents.npy``, plus the same manifest file.
+
+Captions are made from the latents (``ident3d.captions``), so an import writes ``captions.txt`` from
+the checked latents rather than from the shards' text.
 
 PNG bytes are carried unchanged, so an imported split has the same files, checksums and manifest as
 the original. An export may be crafted, so the import reads within bounds (decompressed bytes per
@@ -32,6 +37,7 @@ import numpy as np
 from PIL import Image
 
 from ident3d import atomic
+from ident3d.captions import captions
 from ident3d.errors import DatasetError, LatentError
 from ident3d.extras import require
 from ident3d.layout import SplitLayout
@@ -44,7 +50,8 @@ if TYPE_CHECKING:  # torch loads only when a split is exported
 
 FORMATS = ("parquet", "webdataset")
 MANIFEST_KEY = b"ident3d_manifest"
-MEMBER = re.compile(r"^(\d+)\.(png|raw_latents\.npy|latents\.npy)$")
+MEMBER = re.compile(r"^(\d+)\.(png|txt|raw_latents\.npy|latents\.npy)$")
+RESERVED = ("image", "index", "caption", "raw_latents", "latents")  # columns a factor may not be named
 MAX_ROW_BYTES = 16 << 20  # one image and its latents, decompressed; anything larger is not ours
 METADATA = "__ident3d__"  # beside the shards; Hugging Face datasets skips folders named __*__
 
@@ -53,10 +60,14 @@ def manifest_file(folder: Path, split: str) -> Path:
     return Path(folder) / METADATA / f"{split}.manifest.json"
 
 
-def _hf_features(k: int) -> dict[str, Any]:
-    row = {"feature": {"dtype": "float32", "_type": "Value"}, "length": k, "_type": "Sequence"}
+def _hf_features(variant: Any) -> dict[str, Any]:
+    row = {"feature": {"dtype": "float32", "_type": "Value"}, "length": variant.n_latents,
+           "_type": "Sequence"}
+    factors = {f.name: ({"names": list(f.classes), "_type": "ClassLabel"} if f.is_class
+                        else {"dtype": "float32", "_type": "Value"}) for f in variant.factors}
     return {"image": {"_type": "Image"}, "index": {"dtype": "int64", "_type": "Value"},
-            "raw_latents": row, "latents": dict(row)}
+            "caption": {"dtype": "string", "_type": "Value"}, "raw_latents": row, "latents": dict(row),
+            **factors}
 
 
 def _shards(n: int, shard_size: int) -> list[range]:
@@ -83,28 +94,38 @@ def export_split(root: Path, split: str, out: Path, fmt: str, shard_size: int = 
     taken = [p for p in [*paths, manifest_file(out, split)] if p.exists()]
     if taken:
         raise DatasetError(f"{taken[0]} already exists. Fix: export into an empty folder.")
+    clash = [f.name for f in dataset.variant_spec.factors if f.name in RESERVED]
+    if clash:
+        raise DatasetError(f"{dataset.layout.folder}: factor {clash[0]!r} would share a column with the "
+                           f"export's own ({', '.join(RESERVED)}). Fix: rename the factor in the variant.")
     manifest_bytes = dataset.layout.manifest.read_bytes()
+    texts = dataset.captions
     for path, rows in zip(paths, shards, strict=True):
         if fmt == "parquet":
-            _write_parquet(path, dataset, scene, rows, manifest_bytes)
+            _write_parquet(path, dataset, scene, texts, rows, manifest_bytes)
         else:
-            _write_tar(path, dataset, scene, rows)
+            _write_tar(path, dataset, scene, texts, rows)
     manifest_file(out, split).parent.mkdir(exist_ok=True)
     atomic.write_bytes(manifest_file(out, split), manifest_bytes)
     return paths
 
 
-def _write_parquet(path: Path, dataset: ThreeDIdent, scene: np.ndarray, rows: range,
+def _write_parquet(path: Path, dataset: ThreeDIdent, scene: np.ndarray, texts: list[str], rows: range,
                    manifest: bytes) -> None:
     pa, pq = require("pyarrow"), require("pyarrow.parquet")
     images = [{"bytes": dataset.image_path(i).read_bytes(), "path": dataset.image_path(i).name} for i in rows]
+    raw = dataset.latents[rows.start:rows.stop]
+    factors = {f.name: pa.array(raw[:, f.index].astype(np.int64 if f.is_class else np.float32))
+               for f in dataset.variant_spec.factors}
     table = pa.table({
         "image": pa.array(images, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
         "index": pa.array(list(rows), type=pa.int64()),
-        "raw_latents": pa.array(list(dataset.latents[rows.start:rows.stop]), type=pa.list_(pa.float32())),
+        "caption": pa.array(texts[rows.start:rows.stop], type=pa.string()),
+        "raw_latents": pa.array(list(raw), type=pa.list_(pa.float32())),
         "latents": pa.array(list(scene[rows.start:rows.stop]), type=pa.list_(pa.float32())),
+        **factors,
     })
-    features = _hf_features(dataset.variant_spec.n_latents)
+    features = _hf_features(dataset.variant_spec)
     metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode(), MANIFEST_KEY: manifest}
     table = table.replace_schema_metadata(metadata)
     with atomic.atomic_path(path, suffix=".parquet") as tmp:
@@ -117,12 +138,13 @@ def _npy_bytes(row: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def _write_tar(path: Path, dataset: ThreeDIdent, scene: np.ndarray, rows: range) -> None:
+def _write_tar(path: Path, dataset: ThreeDIdent, scene: np.ndarray, texts: list[str], rows: range) -> None:
     width = dataset.padding
     with atomic.atomic_path(path, suffix=".tar") as tmp, tarfile.open(tmp, "w") as tar:
         for i in rows:
             key = f"{i:0{width}d}"
             for name, data in ((f"{key}.png", dataset.image_path(i).read_bytes()),
+                               (f"{key}.txt", texts[i].encode()),
                                (f"{key}.raw_latents.npy", _npy_bytes(dataset.latents[i])),
                                (f"{key}.latents.npy", _npy_bytes(scene[i]))):
                 info = tarfile.TarInfo(name)
@@ -186,13 +208,15 @@ def _read_parquet(paths: list[Path], k: int) -> dict[int, dict[str, Any]]:
                 shard = pq.ParquetFile(f)
                 _check_parquet_size(path, shard.metadata)
                 table = shard.read(columns=["image", "index", "raw_latents", "latents"])
+                captioned = "caption" in shard.schema_arrow.names
             for record in table.to_pylist():
                 raw = np.asarray(record["raw_latents"], dtype=np.float32)
                 scene = np.asarray(record["latents"], dtype=np.float32)
                 png = record["image"]["bytes"]
                 if raw.shape != (k,) or scene.shape != (k,) or not isinstance(png, bytes):
                     raise ValueError(f"row {record['index']} is not {k} + {k} floats and PNG bytes")
-                rows[int(record["index"])] = {"png": png, "raw": raw, "scene": scene}
+                rows[int(record["index"])] = {"png": png, "raw": raw, "scene": scene,
+                                              **({"caption": True} if captioned else {})}
         except (pa.ArrowException, KeyError, TypeError, ValueError, OSError) as error:
             raise DatasetError(f"{path}: not a Parquet shard of an ident3d export ({error}). Fix: export "
                                "the split again.") from None
@@ -224,8 +248,8 @@ def _read_member(path: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, rows
         raise DatasetError(f"{path}: member {member.name!r} is truncated ({len(data):,} of {member.size:,} "
                            "bytes). Fix: copy the shard again, or export the split again.")
     row = rows.setdefault(int(match[1]), {})
-    if match[2] == "png":
-        row["png"] = data
+    if match[2] in ("png", "txt"):
+        row["png" if match[2] == "png" else "caption"] = data if match[2] == "png" else True
         return
     try:
         value = load_npy_bytes(data)
@@ -241,7 +265,7 @@ def _read_member(path: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, rows
 def _write_split(rows: dict[int, dict[str, Any]], manifest: dict[str, Any], lay: SplitLayout,
                  source: Path) -> SplitLayout:
     n, padding = manifest["n"], manifest["padding"]
-    if sorted(rows) != list(range(n)) or any(len(r) != 3 for r in rows.values()):
+    if sorted(rows) != list(range(n)) or any(not {"png", "raw", "scene"} <= set(r) for r in rows.values()):
         raise DatasetError(f"{source}: the shards hold {len(rows)} complete rows, the manifest says {n}. "
                            "Fix: copy every shard of the export.")
     raw = np.stack([rows[i]["raw"] for i in range(n)])
@@ -283,6 +307,9 @@ def _write_split(rows: dict[int, dict[str, Any]], manifest: dict[str, Any], lay:
             target.image(i, padding).write_bytes(rows[i]["png"])
         atomic.save_npy(target.raw_latents, raw)
         atomic.save_npy(target.latents, scene)
+        if all("caption" in rows[i] for i in range(n)):  # the export carried captions: remake them
+            text = "".join(f"{line}\n" for line in captions(split_variant(manifest).scene_params(raw)))
+            atomic.write_bytes(target.captions, text.encode())
         manifest = {k: v for k, v in manifest.items() if k != "packed"}  # re-pack to get images.npy
         atomic.write_json(target.manifest, manifest)
         if lay.folder.exists():

@@ -42,6 +42,9 @@ def test_parquet_loads_in_hugging_face_datasets_and_imports_back(split, tmp_path
     assert np.array_equal(np.asarray(hf[7]["image"].convert("RGB")), original.load_array(7))
     assert np.allclose(hf[7]["raw_latents"], original.latents[7])
     assert hf.features["image"].__class__.__name__ == "Image"
+    assert hf[7]["caption"] == original.captions[7]  # captions and named factors travel with the images
+    hue = original.factor_names.index("spotlight_hue")
+    assert hf[7]["spotlight_hue"] == pytest.approx(original.latents[7, hue])
     # the folder alone loads too, both ways: the manifest sits where datasets does not look
     folder = str(tmp_path / "pq")
     for whole in (datasets.load_dataset(folder, cache_dir=str(tmp_path / "c1")),
@@ -51,6 +54,8 @@ def test_parquet_loads_in_hugging_face_datasets_and_imports_back(split, tmp_path
     assert main(["import", "--from", str(tmp_path / "pq"), "--split", "test", "--data",
                  str(tmp_path / "back")]) == 0
     assert_same_split(split, tmp_path / "back")
+    back = ThreeDIdent(tmp_path / "back", "test")
+    assert back.layout.captions.read_text().splitlines() == original.captions
     old = tmp_path / "pq" / "test.manifest.json"  # an export made before the manifest moved
     (tmp_path / "pq/__ident3d__/test.manifest.json").rename(old)
     assert main(["import", "--from", str(tmp_path / "pq"), "--split", "test", "--data",
@@ -67,8 +72,10 @@ def test_webdataset_reads_the_shards_and_imports_back(split, tmp_path):
     assert len(samples) == 30 and samples[4]["__key__"] == "04"
     assert np.array_equal(samples[4]["png"], ThreeDIdent(split, "test").load_array(4))
     assert np.allclose(samples[4]["raw_latents.npy"], ThreeDIdent(split, "test").latents[4])
+    assert samples[4]["txt"] == ThreeDIdent(split, "test").captions[4]
     import_split(tmp_path / "wds", tmp_path / "back", "test")
     assert_same_split(split, tmp_path / "back")
+    assert ThreeDIdent(tmp_path / "back", "test").layout.captions.exists()
 
 
 def tamper(tar_path, change):
@@ -135,3 +142,9 @@ def test_a_split_of_another_variant_round_trips_with_its_latent_count(fmt, tmp_p
     import_split(tmp_path / "out", tmp_path / "back", "test")
     assert_same_split(tmp_path / "data", tmp_path / "back")
     assert ThreeDIdent(tmp_path / "back", "test").latents.shape == (10, 11)
+    if fmt == "parquet":  # the class latent is a class label with its names
+        datasets = pytest.importorskip("datasets")
+        hf = datasets.load_dataset(str(tmp_path / "out"), split="test", cache_dir=str(tmp_path / "hf"))
+        labels = hf.features["object_class"]
+        assert labels.__class__.__name__ == "ClassLabel" and len(labels.names) >= 2
+        assert hf[3]["object_class"] == int(ThreeDIdent(tmp_path / "data", "test").latents[3, -1])
