@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.readme import write_block
 from ident3d import atomic
 
 REPO = Path(__file__).resolve().parent.parent
@@ -135,11 +136,7 @@ def main() -> None:
     print(markdown(figures))
     if args.readme:
         atomic.write_bytes(FIGURES, (json.dumps(figures, indent=1) + "\n").encode())
-        readme = REPO / "README.md"
-        text = readme.read_text()
-        head, _, rest = text.partition(README_BEGIN)
-        _, _, tail = rest.partition(README_END)
-        atomic.write_bytes(readme, (head + readme_block(figures) + tail).encode())
+        write_block(readme_block(figures), README_BEGIN, README_END)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ident3d import atomic
+from benchmarks.readme import write_block
 from ident3d.datasets import ThreeDIdent
 from ident3d.pairs import ContrastivePairs
 from ident3d.synthetic import write_synthetic_split
 from ident3d.tracks import get_track
 
-REPO = Path(__file__).resolve().parent.parent
 README_BEGIN = "<!-- snapping:begin (python -m benchmarks.snapping --readme) -->"
 README_END = "<!-- snapping:end -->"
 SIZES = (3_000, 20_000, 100_000)
@@ -78,10 +77,7 @@ def main() -> None:
         measured = measure(Path(tmp))
     print(table(measured))
     if args.readme:
-        readme = REPO / "README.md"
-        head, _, rest = readme.read_text().partition(README_BEGIN)
-        _, _, tail = rest.partition(README_END)
-        atomic.write_bytes(readme, (head + readme_block(measured) + tail).encode())
+        write_block(readme_block(measured), README_BEGIN, README_END)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,20 @@
+"""Write a generated block into README.md between its two marker lines (the markers stay)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ident3d import atomic
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def write_block(block: str, begin: str, end: str, readme: Path = README) -> None:
+    """Replace the text from ``begin`` to ``end`` (both included; ``block`` starts and ends with them)."""
+    text = readme.read_text()
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        raise SystemExit(f"error: {readme} must hold the markers {begin!r} and {end!r} once each, in that "
+                         "order. Fix: put both lines back where the block belongs.")
+    head, _, rest = text.partition(begin)
+    _, _, tail = rest.partition(end)
+    atomic.write_bytes(readme, (head + block + tail).encode())
