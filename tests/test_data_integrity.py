@@ -168,7 +168,8 @@ def world(tmp_path_factory) -> Path:
     (w / "imports/truncated").mkdir()
     tar = (w / "wds/test-00000-of-00001.tar").read_bytes()
     (w / "imports/truncated/test-00000-of-00001.tar").write_bytes(tar[:len(tar) // 2 + 700])
-    (w / "imports/truncated/test.manifest.json").write_bytes((w / "wds/test.manifest.json").read_bytes())
+    exported_manifest = (w / "wds/__ident3d__/test.manifest.json").read_bytes()
+    (w / "imports/truncated/test.manifest.json").write_bytes(exported_manifest)  # where older exports put it
     (w / "imports/pickled").mkdir()
     with tarfile.open(w / "imports/pickled/test-00000-of-00001.tar", "w") as out:
         buffer = io.BytesIO()
@@ -177,7 +178,7 @@ def world(tmp_path_factory) -> Path:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             out.addfile(info, io.BytesIO(data))
-    (w / "imports/pickled/test.manifest.json").write_bytes((w / "wds/test.manifest.json").read_bytes())
+    (w / "imports/pickled/test.manifest.json").write_bytes(exported_manifest)
 
     # variant specs
     (w / "specs").mkdir()
