@@ -4,7 +4,7 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS := baselines,render,faiss,distributed,zenodo,exchange,dev
+EXTRAS := baselines,render,faiss,distributed,zenodo,exchange,docs,dev
 STAMP := $(VENV)/.installed
 
 .PHONY: venv test demo lint bench clean

@@ -74,8 +74,11 @@ def _shards(n: int, shard_size: int) -> list[range]:
     return [range(start, min(n, start + shard_size)) for start in range(0, n, shard_size)]
 
 
-def export_split(root: Path, split: str, out: Path, fmt: str, shard_size: int = 10_000) -> list[Path]:
-    """Write ``root/split`` as ``fmt`` shards into ``out`` (created; existing shards are refused)."""
+def export_split(root: Path, split: str, out: Path, fmt: str, shard_size: int = 10_000,
+                 info: dict[str, str] | None = None) -> list[Path]:
+    """Write ``root/split`` as ``fmt`` shards into ``out`` (created; existing shards are refused).
+    ``info``: the Hugging Face ``DatasetInfo`` fields (description, citation, homepage, license) that
+    Parquet shards carry beside their features (``ident3d publish`` fills them from its card)."""
     from ident3d.datasets import ThreeDIdent
 
     if fmt not in FORMATS:
@@ -102,7 +105,7 @@ def export_split(root: Path, split: str, out: Path, fmt: str, shard_size: int = 
     texts = dataset.captions
     for path, rows in zip(paths, shards, strict=True):
         if fmt == "parquet":
-            _write_parquet(path, dataset, scene, texts, rows, manifest_bytes)
+            _write_parquet(path, dataset, scene, texts, rows, manifest_bytes, info or {})
         else:
             _write_tar(path, dataset, scene, texts, rows)
     manifest_file(out, split).parent.mkdir(exist_ok=True)
@@ -111,7 +114,7 @@ def export_split(root: Path, split: str, out: Path, fmt: str, shard_size: int = 
 
 
 def _write_parquet(path: Path, dataset: ThreeDIdent, scene: np.ndarray, texts: list[str], rows: range,
-                   manifest: bytes) -> None:
+                   manifest: bytes, info: dict[str, str]) -> None:
     pa, pq = require("pyarrow"), require("pyarrow.parquet")
     images = [{"bytes": dataset.image_path(i).read_bytes(), "path": dataset.image_path(i).name} for i in rows]
     raw = dataset.latents[rows.start:rows.stop]
@@ -126,7 +129,8 @@ def _write_parquet(path: Path, dataset: ThreeDIdent, scene: np.ndarray, texts: l
         **factors,
     })
     features = _hf_features(dataset.variant_spec)
-    metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode(), MANIFEST_KEY: manifest}
+    metadata = {b"huggingface": json.dumps({"info": {**info, "features": features}}).encode(),
+                MANIFEST_KEY: manifest}
     table = table.replace_schema_metadata(metadata)
     with atomic.atomic_path(path, suffix=".parquet") as tmp:
         pq.write_table(table, tmp)
