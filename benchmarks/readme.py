@@ -1,4 +1,5 @@
-"""Write a generated block into README.md between its two marker lines (the markers stay)."""
+"""Write a generated block into README.md or a documentation page between its two marker lines (the
+markers stay)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
-"""How much snapping to rendered latents widens the positives: the README's spread table.
+"""How much snapping to rendered latents widens the positives: the spread table of docs/data.md.
 
-    python -m benchmarks.snapping [--readme]      (from the repository root)
+    python -m benchmarks.snapping [--write]      (from the repository root)
 
 ``ContrastivePairs`` finds each positive among the rendered latents (FAISS), so its realised spread
 (the per-latent std of ``z_pos - z``, ``effective_conditional`` over 5,000 pairs) is wider than the
 asked scale. Only latents matter here: the splits measured hold the latents of v2 splits drawn with
 seed 0 (at 100,000, exactly the CPU track's training latents; checked against the track's sha256)
-and 1-pixel stand-in images. Prints the table; ``--readme`` writes it into README.md between the
-markers (tests/test_snapping_table.py fails when the README differs from what this computes).
+and 1-pixel stand-in images. Prints the table; ``--write`` writes it into docs/data.md between the
+markers (tests/test_snapping_table.py fails when the page differs from what this computes).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from ident3d.pairs import ContrastivePairs
 from ident3d.synthetic import write_synthetic_split
 from ident3d.tracks import get_track
 
-README_BEGIN = "<!-- snapping:begin (python -m benchmarks.snapping --readme) -->"
-README_END = "<!-- snapping:end -->"
+BLOCK_BEGIN = "<!-- snapping:begin (python -m benchmarks.snapping --write) -->"
+BLOCK_END = "<!-- snapping:end -->"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "data.md"
 SIZES = (3_000, 20_000, 100_000)
 PAIRS = 5_000
 MIXED = np.array([0.02] * 5 + [0.3] * 5)
@@ -65,19 +66,19 @@ def table(measured: dict[int, dict[str, np.ndarray]]) -> str:
     return "\n".join(lines)
 
 
-def readme_block(measured: dict[int, dict[str, np.ndarray]]) -> str:
-    return "\n".join([README_BEGIN, table(measured), README_END])
+def block(measured: dict[int, dict[str, np.ndarray]]) -> str:
+    return "\n".join([BLOCK_BEGIN, table(measured), BLOCK_END])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--readme", action="store_true", help="write the table into README.md")
+    parser.add_argument("--write", action="store_true", help="write the table into docs/data.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         measured = measure(Path(tmp))
     print(table(measured))
-    if args.readme:
-        write_block(readme_block(measured), README_BEGIN, README_END)
+    if args.write:
+        write_block(block(measured), BLOCK_BEGIN, BLOCK_END, PAGE)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,6 @@ def dataset_card(variant: str | Variant = "v2") -> str:
     return "\n".join(lines)
 
 
-def readme_card_block(variant: str | Variant = "v2") -> str:
-    """The block between the README's card markers, markers included."""
+def card_block(variant: str | Variant = "v2") -> str:
+    """The block between the card markers of docs/dataset-card.md, markers included."""
     return f"{CARD_BEGIN}\n{dataset_card(variant)}\n{CARD_END}"

@@ -1,12 +1,16 @@
-"""Every command and code block of README.md runs, in README order, in a scratch folder.
+"""Every command and code block of README.md and of the documentation pages that hold the user
+guides (``PAGES``) runs, in that order, in a scratch folder; a line or block already run by an
+earlier page is not run again (the README's quickstarts repeat lines of the guides).
 
-Only sizes are shrunk, mostly by appending flags (argparse keeps the last value), so the README
-shows real commands: renders use the preview preset at 64 px with 24 images (a shard I/N becomes
+Only sizes are shrunk, mostly by appending flags (argparse keeps the last value), so the pages
+show real commands: renders use the preview preset at 64 px with 24 images (a shard I/N becomes
 I/1) except track renders, which render the CPU track's whole 5,000-image test split; training
 runs 2 steps on CPU, downloads come from a fake Zenodo record on 127.0.0.1, and
 leaderboard commands write into the scratch folder instead of the repository. `make demo` is run
 by test_demo.py (as `ident3d demo`) and `make test` is this suite itself; no other line is skipped.
-The hour-long reproduction command sits in a `text` block: it is documented, not CI's to run.
+The hour-long reproduction commands sit in `text` blocks: documented, not CI's to run. The bundle
+the README's `ident3d publish` writes (the CPU track's test split) is checked as the Croissant
+validator checks it.
 """
 
 import json
@@ -22,7 +26,10 @@ import pytest
 from conftest import FakeZenodo, make_tar, write_fake_split
 
 pytestmark = [pytest.mark.blender, pytest.mark.slow]
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / name for name in ("README.md", "docs/tracks.md", "docs/rendering.md", "docs/variants.md",
+                                  "docs/data.md", "docs/evaluation.md", "docs/training.md",
+                                  "docs/leaderboard.md")]
 SKIPPED = {"make demo", "make test"}
 
 
@@ -67,15 +74,17 @@ def test_every_readme_command_runs(tmp_path):
     env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0"}
     ran = []
     try:
-        for language, block in code_blocks(README.read_text()):
+        for language, block in (b for page in PAGES for b in code_blocks(page.read_text())):
+            if block in ran:
+                continue
             if language == "python":
                 result = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=env,
                                         capture_output=True, text=True, timeout=600)
                 assert result.returncode == 0, f"README python block failed:\n{block}\n{result.stderr}"
-                ran.append(block.splitlines()[0])
+                ran.append(block)
                 continue
             for line in bash_commands(block):
-                if line in SKIPPED:
+                if line in SKIPPED or line in ran:
                     continue
                 argv = shlex.split(re.sub(r"\$\{(\w+)\}", lambda m: env[m[1]], line))
                 assert argv[0] == "ident3d", f"README command is not an ident3d command: {line}"
@@ -88,7 +97,27 @@ def test_every_readme_command_runs(tmp_path):
         server.close()
     verbs = {line.split()[1] for line in ran if line.startswith("ident3d")}
     assert verbs >= {"render", "traverse", "download", "verify", "pack", "evaluate", "train", "leaderboard"}
-    assert sum(not line.startswith("ident3d") for line in ran) == 3  # the three python blocks
+    assert verbs >= {"publish", "export", "import"}
+    assert sum(not line.startswith("ident3d") for line in ran) == 4  # the python blocks
+    assert_valid_croissant(tmp_path / "bundles/cpu-track")
     assert json.loads((tmp_path / "result.json").read_text())["model"]["name"] == "MyModel"
     assert (tmp_path / "entries/Doe2026Contrastive_smoke.json").exists()
     assert (tmp_path / "site/index.html").exists() and (tmp_path / "traversal-v2.png").exists()
+
+
+def assert_valid_croissant(bundle: Path) -> None:
+    """The Croissant validator's three checks, and one record against the split it came from."""
+    import numpy as np
+
+    from ident3d.datasets import ThreeDIdent
+
+    mlc = pytest.importorskip("mlcroissant")
+    assert json.loads((bundle / "croissant.json").read_text())["name"] == "3dident-v2-64@1"
+    dataset = mlc.Dataset(jsonld=str(bundle / "croissant.json"))
+    assert not dataset.metadata.ctx.issues.errors, dataset.metadata.ctx.issues.report()
+    first = {rs.uuid: next(iter(dataset.records(record_set=rs.uuid))) for rs in dataset.metadata.record_sets}
+    record = first["images"]
+    split = ThreeDIdent(bundle.parent.parent / "data/cpu-track", "test")
+    i = record["images/index"]
+    assert np.array_equal(np.asarray(record["images/raw_latents"], dtype=np.float32), split.latents[i])
+    assert np.array_equal(np.asarray(record["images/image"].convert("RGB")), split.load_array(i))

@@ -1,5 +1,5 @@
-"""The README's traversal figure (docs/traversals.png: legacy left, v2 right) is what the README's
-``ident3d traverse`` command draws, half by half."""
+"""The traversal figure (docs/traversals.png, shown in docs/why.md: legacy left, v2 right) is what the
+``ident3d traverse`` command of docs/rendering.md draws, half by half."""
 
 import subprocess
 import sys
@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 FIGURE = Path(__file__).resolve().parent.parent / "docs" / "traversals.png"
-README = FIGURE.parent.parent / "README.md"
+PAGE = FIGURE.parent / "rendering.md"
 COMMAND = "ident3d traverse --out traversal-v2.png --variant v2 --steps 7 --preset standard --resolution 80"
 TOLERANCE = 1.5  # mean absolute difference per channel, /255 (renders agree to about 0.7 here)
 
@@ -19,7 +19,7 @@ TOLERANCE = 1.5  # mean absolute difference per channel, /255 (renders agree to 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant, half", [("legacy", "left"), ("v2", "right")])
 def test_the_readme_command_draws_its_half_of_the_figure(tmp_path, variant, half):
-    assert COMMAND in README.read_text()
+    assert COMMAND in PAGE.read_text()
     out = tmp_path / f"{variant}.png"
     argv = COMMAND.split()[1:]
     argv[argv.index("--out") + 1], argv[argv.index("--variant") + 1] = str(out), variant

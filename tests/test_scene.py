@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ident3d.card import CARD_BEGIN, CARD_END, readme_card_block
+from ident3d.card import CARD_BEGIN, CARD_END, card_block
 from ident3d.errors import LatentError
 from ident3d.scene import (
     GROUND_Z,
@@ -111,9 +111,9 @@ def test_unknown_mapping_and_bad_latents():
 
 
 def test_readme_card_matches_factor_table():
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "dataset-card.md").read_text()
     start, end = readme.index(CARD_BEGIN), readme.index(CARD_END) + len(CARD_END)
-    assert readme[start:end] == readme_card_block("v2"), \
+    assert readme[start:end] == card_block("v2"), \
         "README dataset card is stale: run `ident3d info --markdown` and paste it"
 
 

@@ -88,19 +88,19 @@ def test_a_sweep_runs_what_is_missing_skips_what_is_claimed_and_then_has_nothing
     assert "no sweep named 'nope'" in capsys.readouterr().err
 
 
-def test_readme_and_docs_show_the_committed_results(monkeypatch):
+def test_docs_show_the_committed_results(monkeypatch):
     from pathlib import Path
 
-    from baselines.synthetic.report import FIGURES, README_BEGIN, README_END, figures, readme_block, report
+    from baselines.synthetic.report import FIGURES, SUMMARY_BEGIN, SUMMARY_END, figures, report, summary_block
 
     root = Path(__file__).resolve().parents[1]
     monkeypatch.chdir(root)
     results = Path("baselines/synthetic/results")
-    readme = Path("README.md").read_text()
-    start, end = readme.index(README_BEGIN), readme.index(README_END) + len(README_END)
-    assert readme[start:end] == readme_block(results), \
-        "README synthetic table is stale: paste `ident3d synthetic report --results " \
-        "baselines/synthetic/results --readme`"
+    page = Path("docs/synthetic.md").read_text()
+    start, end = page.index(SUMMARY_BEGIN), page.index(SUMMARY_END) + len(SUMMARY_END)
+    assert page[start:end] == summary_block(results), \
+        "docs/synthetic.md's table is stale: paste `ident3d synthetic report --results " \
+        "baselines/synthetic/results --summary`"
     assert Path("docs/synthetic-results.md").read_text() == report(results), \
         "docs/synthetic-results.md is stale: run `ident3d synthetic report --results " \
         "baselines/synthetic/results --out docs/synthetic-results.md --overwrite`"

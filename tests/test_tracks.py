@@ -168,11 +168,12 @@ def test_results_carry_the_track_whatever_the_package_version_and_custom_data_st
     assert entry_from_result(custom, "Doe2026Custom")["dataset"] == custom["dataset"]["track"]
 
 
-def test_readme_lists_the_current_tracks():
+@pytest.mark.parametrize("page", ["README.md", "docs/tracks.md"])
+def test_readme_and_tracks_page_list_the_current_tracks(page):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    start = readme.index(tracks.README_BEGIN)
-    end = readme.index(tracks.README_END) + len(tracks.README_END)
-    assert readme[start:end] == tracks.readme_block(), \
-        "README tracks table is stale: run `ident3d tracks --markdown` and paste it"
+    text = (Path(__file__).resolve().parents[1] / page).read_text()
+    start = text.index(tracks.README_BEGIN)
+    end = text.index(tracks.README_END) + len(tracks.README_END)
+    assert text[start:end] == tracks.readme_block(), \
+        f"{page}: the tracks table is stale: run `ident3d tracks --markdown` and paste it"

@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ident3d.card import dataset_card, readme_card_block
+    from ident3d.card import card_block, dataset_card
 
-    print(readme_card_block(args.variant) if args.markdown else dataset_card(args.variant))
+    print(card_block(args.variant) if args.markdown else dataset_card(args.variant))
     return 0

@@ -8,7 +8,8 @@ EXAMPLE = ("ident3d leaderboard compare runs/normal-box/result.json\n"
            "  ident3d leaderboard add runs/nb/result.json --id Doe2026Contrastive_box --author 'J. Doe'\n"
            "  ident3d leaderboard add result.json --id Doe2026Contrastive --checkpoint encoder.pt2 "
            "--data data/3dident   # verified\n"
-           "  ident3d leaderboard build [--check]")
+           "  ident3d leaderboard build [--check]\n"
+           "  ident3d leaderboard export Ident2026CpuTrack_v2-supervised --format model-index")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,7 +23,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help="replace a --markdown/--site file that an earlier build did not write")
     add = sub.add_parser("add", help="validate a result file and write it as a new entry")
     compare = sub.add_parser("compare", help="print where a result would rank; writes nothing")
-    for q in (build, add, compare):
+    export = sub.add_parser("export", help="print an entry as a model card's model-index or the Hub's "
+                                           ".eval_results YAML")
+    export.add_argument("entry_id", metavar="ID", help="the entry's id")
+    export.add_argument("--format", default="model-index", choices=("model-index", "eval-results"),
+                        help="model-index: YAML for a model card's header; eval-results: a file for the "
+                             "model repository's .eval_results/ folder")
+    export.add_argument("--hub-dataset", metavar="ID", help="the Hub id of the dataset the track was "
+                                                            "published under (needed for eval-results)")
+    for q in (build, add, compare, export):
         q.add_argument("--entries", type=Path,
                        help="folder of entry files (default: leaderboard/entries of the clone you are in; "
                             "compare falls back to the entries shipped with ident3d)")
@@ -70,6 +79,18 @@ def _clone_entries(here: Path) -> Path:
     return entries
 
 
+def _entry(entries: Path, entry_id: str) -> dict:
+    from leaderboard.entries import load_entries
+
+    found = {e["id"]: e for e in load_entries(entries)}
+    if entry_id not in found:
+        from ident3d.errors import ResultError
+
+        raise ResultError(f"{entries}: no entry {entry_id!r} ({len(found)} entries). Fix: pass an id listed "
+                          "in LEADERBOARD.md or `ls leaderboard/entries`.")
+    return found[entry_id]
+
+
 def _track_id(name: str | None) -> str | None:
     """``NAME`` or ``NAME@VERSION`` as a full track id; custom keys pass as they are."""
     if name is None or name.startswith("custom:"):
@@ -85,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, rescore, write_entry
 
     here = Path.cwd()
-    if args.action == "compare":
+    if args.action in ("compare", "export"):
         local = here / "leaderboard" / "entries"
         args.entries = args.entries or (local if local.is_dir() else ENTRIES_DIR)
     else:  # add and build write: only where the user says, or into the clone they are in
@@ -104,6 +125,11 @@ def run(args: argparse.Namespace) -> int:
         check_not_an_input(args.site, "--site", (args.entries,))
         for path in build(args.entries, args.markdown, args.site, overwrite=args.overwrite):
             print(path)
+        return 0
+    if args.action == "export":
+        from leaderboard.hub_export import export
+
+        print(export(_entry(args.entries, args.entry_id), args.format, args.hub_dataset), end="")
         return 0
     result = _read_result(args.result)
     track = _track_id(args.track)

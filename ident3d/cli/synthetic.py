@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     report.add_argument("--out", type=Path, help="write the report here, its figures into "
                         "synthetic-figures/ beside it (default: print the report)")
     report.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    report.add_argument("--readme", action="store_true",
+    report.add_argument("--summary", action="store_true",
                         help="the README's short table instead of the full report")
 
 
@@ -52,15 +52,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"{row.id:6} {row.theory:12} {row.title}" + (f"  [paper: {paper}]" if paper else ""))
         return 0
     if args.action == "report":
-        from baselines.synthetic.report import FIGURES, figures, readme_block, report
+        from baselines.synthetic.report import FIGURES, figures, report, summary_block
 
-        text = readme_block(args.results) + "\n" if args.readme else report(args.results)
+        text = summary_block(args.results) + "\n" if args.summary else report(args.results)
         if args.out is None:
             print(text, end="")
             return 0
         from ident3d import atomic
 
-        drawn = {} if args.readme else figures(args.results)
+        drawn = {} if args.summary else figures(args.results)
         beside = args.out.parent / FIGURES
         targets = [(args.out, text), *((beside / name, svg) for name, svg in drawn.items())]
         for path, _ in targets:

@@ -4,11 +4,11 @@ the features) and the prose of the card, all from the bundle's facts."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ident3d.card import dataset_card
 from ident3d.publish.facts import CITATION, BundleFacts
+from ident3d.yaml_block import yaml_lines
 
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
                    (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"))
@@ -16,34 +16,6 @@ SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"
 
 def size_category(n: int) -> str:
     return next((name for limit, name in SIZE_CATEGORIES if n < limit), "n>10M")
-
-
-def yaml_lines(value: Any, indent: int = 0) -> list[str]:
-    """Block-style YAML of dicts, lists and scalars; strings are JSON-quoted (valid YAML)."""
-    pad = " " * indent
-    lines: list[str] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, dict | list) and item:
-                lines += [f"{pad}{key}:", *yaml_lines(item, indent + 2)]
-            else:
-                lines.append(f"{pad}{key}: {_scalar(item)}")
-    else:
-        for item in value:
-            inner = yaml_lines(item, indent + 2) if isinstance(item, dict | list) else [_scalar(item)]
-            lines.append(f"{pad}- {inner[0].lstrip()}")
-            lines += inner[1:]
-    return lines
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, list | dict):
-        return "[]" if isinstance(value, list) else "{}"  # only empty ones reach here
-    return json.dumps(str(value))
 
 
 def features(facts: BundleFacts) -> list[dict[str, Any]]:
