@@ -26,9 +26,11 @@ from tqdm import tqdm
 from ident3d import metrics
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent, manifest_summary
+from ident3d.dci import dci
 from ident3d.errors import DatasetError, DeviceError, SubmissionError
+from ident3d.extrapolation import readout_extrapolation
 from ident3d.inference import Runner
-from ident3d.protocols import get_protocol
+from ident3d.protocols import COMPANIONS, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result, validate_result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel
 from ident3d.sandbox.limits import SandboxLimits
@@ -118,8 +120,9 @@ def _mean(raw: np.ndarray | None, protocol: str) -> float | None:
     return float(np.clip(values.mean(), 0.0, 1.0))
 
 
-def score(z: np.ndarray, h: np.ndarray, protocol: str) -> dict[str, Any]:
-    """Split, fit and score per the protocol; returns per-latent lists and split sizes."""
+def score(z: np.ndarray, h: np.ndarray, protocol: str, names: list[str] | None = None) -> dict[str, Any]:
+    """Split, fit and score per the protocol; returns per-latent lists and split sizes, and under
+    ``ident3d-eval-v1`` the companion protocols' sections (DCI, read-out extrapolation)."""
     rng = np.random.default_rng(SPLIT_SEED)
     if protocol == "ident3d-eval-v1":
         order = rng.permutation(len(z))
@@ -129,17 +132,37 @@ def score(z: np.ndarray, h: np.ndarray, protocol: str) -> dict[str, Any]:
         _, assign_s = metrics.mcc(z[fit], h[fit], "spearman")
         pearson, _ = metrics.mcc(z[test], h[test], "pearson", assign_p)
         spearman, _ = metrics.mcc(z[test], h[test], "spearman", assign_s)
+        names = names or [f"latent_{j}" for j in range(z.shape[1])]
+        companions = {"dci": dci(z[fit], h[fit], z[test], h[test]),
+                      "extrapolation": readout_extrapolation(z[fit], h[fit], z[test], h[test], kernel, names)}
     elif protocol == "cl-ica-2021":
         sample = rng.permutation(len(z))[:CLICA_SAMPLE]
         fit, test = sample[: len(sample) // 2], sample[len(sample) // 2:]
         pearson, assign_p = metrics.mcc(z[sample], h[sample], "pearson")
         nonlinear = spearman = kernel = None
+        companions = {}
     else:
         get_protocol(protocol)  # raises, naming the known ones
     linear = metrics.linear_r2(z[fit], h[fit], z[test], h[test])
     return {"linear_r2": linear, "nonlinear_r2": nonlinear, "mcc_pearson": pearson,
             "mcc_spearman": spearman, "kernel": kernel, "n_fit": len(fit), "n_score": len(test),
-            "assignment": assign_p, "fit": fit, "test": test}
+            "assignment": assign_p, "fit": fit, "test": test, **companions}
+
+
+def block_scores(manifest: dict[str, Any] | None, per_latent: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Block identifiability of a content/style split (von Kügelgen et al., NeurIPS 2021): the mean
+    linear and kernel R² of the content latents (shared within a pair) and of the style latents
+    (resampled), from the per-latent read-outs; None when the split is not a content/style split."""
+    style = set(((manifest or {}).get("pairs") or {}).get("style") or ())
+    if not style:
+        return None
+    out: dict[str, Any] = {"style_factors": sorted(style)}
+    for block in ("content", "style"):
+        rows = [r for r in per_latent if (r["factor"] in style) == (block == "style")]
+        for metric, key in (("linear_r2", "linear_r2"), ("nonlinear_r2", "kernel_r2")):
+            values = [r[metric] for r in rows if r[metric] is not None]
+            out[f"{block}_{key}"] = float(np.mean(values)) if values else None
+    return out
 
 
 def torch_device(requested: str | None) -> torch.device:
@@ -201,7 +224,8 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         log.info("fitting the read-outs on %d of %d points: linear, MCC, and kernel ridge with a grid "
                  "search per latent (the slow part)",
                  len(dataset) // 2, len(dataset))
-    s = score(dataset.latents[:, continuous].astype(np.float64), h, protocol)
+    s = score(dataset.latents[:, continuous].astype(np.float64), h, protocol,
+              [dataset.factor_names[c] for c in continuous])
     keys = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
     per = {k: _unit(s[k]) for k in keys}
     per_latent = [{"factor": dataset.factor_names[c], **{k: (per[k][i] if per[k] else None) for k in keys}}
@@ -211,6 +235,7 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
                                                    dataset.latents[s["test"], f.index], h[s["test"]],
                                                    len(f.classes))}
                for f in variant.factors if f.is_class]
+    blocks = block_scores(dataset.manifest, per_latent)
     summary = manifest_summary(Path(data_root), split)
     first = dataset.load_array(0)
     document = {
@@ -229,6 +254,9 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         "per_latent": per_latent,
         **({"classes": classes, "class_accuracy": float(np.mean([c["accuracy"] for c in classes]))}
            if classes else {}),
+        **{key: {"protocol": name, "version": COMPANIONS[name].version, **s[key]}
+           for key, name in (("dci", "ident3d-dci"), ("extrapolation", "ident3d-extrapolation")) if key in s},
+        **({"blocks": blocks} if blocks else {}),
         "matching": [int(a) for a in s["assignment"]],
         "kernel_ridge": s["kernel"],
         "seeds": {"split": SPLIT_SEED, "kernel_subsample": SPLIT_SEED},

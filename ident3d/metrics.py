@@ -97,6 +97,19 @@ def nonlinear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_sc
     return scores, chosen
 
 
+def kernel_ridge_predict(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray, alpha: float,
+                         gamma: float, seed: int = 0) -> np.ndarray:
+    """Predictions of RBF kernel ridge with fixed (alpha, gamma), fitted as ``nonlinear_r2`` fits
+    (fit-set standardisation, ``gamma / d``, at most ``KERNEL_SUBSAMPLE`` fit points drawn with ``seed``)."""
+    mean, std = h_fit.mean(0), h_fit.std(0)
+    std = np.where(std > 0, std, 1.0)
+    pick = np.random.default_rng(seed).permutation(len(h_fit))[:KERNEL_SUBSAMPLE]
+    a, y = (h_fit[pick] - mean) / std, y_fit[pick].astype(np.float64)
+    d = a.shape[1]
+    coef = _ridge_solve(_rbf(a, a, gamma / d), y - y.mean(0), alpha)
+    return _rbf((h_score - mean) / std, a, gamma / d) @ coef + y.mean(0)
+
+
 def correlation_matrix(z: np.ndarray, h: np.ndarray, method: str = "pearson") -> np.ndarray:
     """(k, d) correlations between every latent and every feature; constant columns give 0."""
     if method == "spearman":

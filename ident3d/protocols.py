@@ -47,6 +47,25 @@ REGISTRY = {p.name: p for p in (
 )}
 NAMES = tuple(REGISTRY)
 
+# Computed with ident3d-eval-v1 on its fit and score halves, each in its own section of the result with
+# its own version: what a number means there moves only with that version.
+COMPANIONS = {p.name: p for p in (
+    Protocol(
+        name="ident3d-dci",
+        version="1.0",
+        summary="DCI (Eastwood and Williams, 2018): disentanglement, completeness and informativeness from "
+                "the importance matrix of an elastic-net read-out (alpha 0.01, l1 ratio 0.5) of the "
+                "standardised latents from the standardised features (ident3d.dci)",
+        changelog=(("1.0", "first version"),)),
+    Protocol(
+        name="ident3d-extrapolation",
+        version="1.0",
+        summary="read-out extrapolation: linear and kernel read-outs fitted where a latent is at most 0.5 "
+                "and scored above it, and on the corners of latent pairs; R² against the latent's "
+                "variance over the score set (ident3d.extrapolation)",
+        changelog=(("1.0", "first version"),)),
+)}
+
 
 def get_protocol(name: str) -> Protocol:
     from ident3d.errors import SubmissionError

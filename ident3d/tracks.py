@@ -123,7 +123,8 @@ def summary_rows() -> list[list[str]]:
     for t in tracks().values():
         sizes = ", ".join(f"{name} {spec.n:,}" for name, spec in t.splits.items())
         if t.source == "download":
-            cost = "download (Zenodo)"
+            cost = ("download (Zenodo); archive sizes not stated in the record's text nor measured here "
+                    "(no access): `ident3d download` shows them")
         else:
             test = t.splits["test"].n
             cost = (f"test {_time(test * t.render_s_per_image)}, {_size(test * t.bytes_per_image)}; "

@@ -65,7 +65,7 @@ def shrink(argv: list[str], scratch: Path, zenodo_url: str) -> list[str]:
 
 
 @pytest.mark.timeout(1500)  # every README command, renders and training included
-def test_every_readme_command_runs(tmp_path):
+def test_every_readme_command_runs(tmp_path, monkeypatch):
     from leaderboard.entries import ENTRIES_DIR
 
     shutil.copytree(ENTRIES_DIR, tmp_path / "entries")
@@ -99,6 +99,7 @@ def test_every_readme_command_runs(tmp_path):
     assert verbs >= {"render", "traverse", "download", "verify", "pack", "evaluate", "train", "leaderboard"}
     assert verbs >= {"publish", "export", "import"}
     assert sum(not line.startswith("ident3d") for line in ran) == 4  # the python blocks
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert_valid_croissant(tmp_path / "bundles/cpu-track")
     assert json.loads((tmp_path / "result.json").read_text())["model"]["name"] == "MyModel"
     assert (tmp_path / "entries/Doe2026Contrastive_smoke.json").exists()
@@ -121,3 +122,7 @@ def assert_valid_croissant(bundle: Path) -> None:
     i = record["images/index"]
     assert np.array_equal(np.asarray(record["images/raw_latents"], dtype=np.float32), split.latents[i])
     assert np.array_equal(np.asarray(record["images/image"].convert("RGB")), split.load_array(i))
+    datasets = pytest.importorskip("datasets")  # and `datasets` reads it through the card's configs
+    loaded = datasets.load_dataset(str(bundle), cache_dir=str(bundle.parent / "hf-cache"))
+    assert list(loaded) == ["test"] and len(loaded["test"]) == len(split)
+    assert loaded["test"][i]["caption"] == split.captions[i]

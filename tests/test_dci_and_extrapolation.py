@@ -1,0 +1,84 @@
+"""DCI (ident3d.dci), read-out extrapolation (ident3d.extrapolation) and block identifiability behave as
+their definitions say on inputs whose answer is known, and the elastic net is scikit-learn's."""
+
+import numpy as np
+import pytest
+
+from ident3d import metrics
+from ident3d.dci import ELASTIC_NET_ALPHA, L1_RATIO, dci, elastic_net
+from ident3d.evaluation import block_scores
+from ident3d.extrapolation import readout_extrapolation
+
+RNG = np.random.default_rng(7)
+Z = RNG.uniform(-1, 1, (3000, 10))
+FIT, SCORE = slice(0, 1500), slice(1500, None)
+NAMES = [f"z{j}" for j in range(10)]
+
+
+def scores(h):
+    return dci(Z[FIT], h[FIT], Z[SCORE], h[SCORE])
+
+
+def test_true_latents_are_perfectly_disentangled_and_complete():
+    result = scores(Z.copy())
+    assert result["disentanglement"] == pytest.approx(1.0, abs=1e-12)
+    assert result["completeness"] == pytest.approx(1.0, abs=1e-12)
+    assert result["informativeness"] > 0.999 and result["converged"]
+
+
+def test_a_rotation_keeps_information_but_loses_disentanglement():
+    rotation, _ = np.linalg.qr(RNG.normal(size=(10, 10)))
+    result = scores(Z @ rotation)
+    assert result["disentanglement"] < 0.4 and result["completeness"] < 0.4
+    assert result["informativeness"] > 0.99
+
+
+def test_duplicated_features_lower_completeness_only():
+    result = scores(np.hstack([Z, Z]))
+    assert result["disentanglement"] == pytest.approx(1.0, abs=1e-9)
+    assert result["completeness"] == pytest.approx(1 - np.log(2) / np.log(20), abs=0.01)  # split in two
+
+
+def test_noise_is_not_informative():
+    assert scores(RNG.normal(size=Z.shape))["informativeness"] < 0.01
+
+
+def test_elastic_net_is_scikit_learns():
+    linear_model = pytest.importorskip("sklearn.linear_model")
+    h = np.tanh(Z @ RNG.normal(size=(10, 30))) + 0.05 * RNG.normal(size=(3000, 30))
+    x = (h - h.mean(0)) / h.std(0)
+    y = (Z - Z.mean(0)) / Z.std(0)
+    ours = elastic_net(x, y, tol=1e-10, max_sweeps=100_000)
+    theirs = linear_model.ElasticNet(alpha=ELASTIC_NET_ALPHA, l1_ratio=L1_RATIO, fit_intercept=False,
+                                     tol=1e-12, max_iter=100_000).fit(x, y)
+    assert ours.converged and np.abs(ours.coef - theirs.coef_.T).max() < 1e-6
+
+
+def extrapolation(h):
+    _, kernel = metrics.nonlinear_r2(Z[FIT], h[FIT], Z[SCORE], h[SCORE])
+    return readout_extrapolation(Z[FIT], h[FIT], Z[SCORE], h[SCORE], kernel, NAMES)
+
+
+def test_an_affine_code_extrapolates_and_a_saturating_one_does_not():
+    affine = extrapolation(Z @ RNG.normal(size=(10, 10)) + 0.01 * RNG.normal(size=Z.shape))
+    saturating = extrapolation(np.tanh(4 * Z) + 0.01 * RNG.normal(size=Z.shape))  # informative, invertible
+    assert affine["linear_r2"] > 0.98
+    assert saturating["linear_r2"] < affine["linear_r2"] - 0.1
+    assert saturating["kernel_r2"] < affine["linear_r2"] - 0.1
+    held = affine["per_latent"][0]
+    assert held["n_fit"] == int((Z[FIT, 0] <= 0.5).sum())
+    assert held["n_score"] == int((Z[SCORE, 0] > 0.5).sum())
+    corners = affine["composition"]["corners"]
+    assert [c["factors"] for c in corners] == [[f"z{j}", f"z{j + 1}"] for j in range(0, 10, 2)]
+    assert all(c["linear_r2"] > 0.98 for c in corners)
+
+
+def test_block_scores_split_content_from_style():
+    per_latent = [{"factor": n, "linear_r2": 0.9 if j < 7 else 0.1, "nonlinear_r2": 0.95 if j < 7 else 0.2}
+                  for j, n in enumerate(NAMES)]
+    blocks = block_scores({"pairs": {"style": ["z7", "z8", "z9"]}}, per_latent)
+    assert blocks == {"style_factors": ["z7", "z8", "z9"], "content_linear_r2": pytest.approx(0.9),
+                      "content_kernel_r2": pytest.approx(0.95), "style_linear_r2": pytest.approx(0.1),
+                      "style_kernel_r2": pytest.approx(0.2)}
+    assert block_scores({"pairs": {"conditional": "normal"}}, per_latent) is None
+    assert block_scores(None, per_latent) is None
