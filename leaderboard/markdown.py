@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ident3d.tracks import tracks
+from leaderboard.companions import COLUMNS, any_companions, companion_metrics
 from leaderboard.ranking import Entry, ranked_tables
 
 HEADER = """# Leaderboard
@@ -51,13 +52,14 @@ def _link(entry: Entry) -> str:
     return f"[{text(entry['name'])}]({url(entry['paper'])})" if entry["paper"] else text(entry["name"])
 
 
-def _row(rank: int | str, entry: Entry) -> str:
+def _row(rank: int | str, entry: Entry, companions: bool = False) -> str:
     m, s = entry["metrics"], entry.get("metrics_std") or {}
     ident = (", ".join(f"`{run['id']}`" for run in entry["runs"]) if "runs" in entry
              else f"`{entry['id']}`")
     cells = [str(rank), ident, _link(entry), text(entry["positives"]), text(entry["loss"]),
              text(entry["model_space"]), percent(m["linear_r2"], s.get("linear_r2")),
              percent(m.get("mcc_pearson"), s.get("mcc_pearson")), percent(m.get("nonlinear_r2")),
+             *([percent(v) for v in companion_metrics(entry).values()] if companions else []),
              entry["status"] + (f" ({text(entry['footnote'])})" if entry["footnote"] else "")]
     return "| " + " | ".join(cells) + " |"
 
@@ -65,11 +67,14 @@ def _row(rank: int | str, entry: Entry) -> str:
 def table_lines(table: list[Entry], start: int = 1) -> list[str]:
     """Ranked rows (best first, the first ranked ``start``) as Markdown lines; a seed group's runs
     follow its row, unranked."""
-    lines = ["| # | ID | model | positives | loss | space | R² (%) | MCC (%) | kernel R² (%) | status |",
-             "|---:|---|---|---|---|---|---:|---:|---:|---|"]
+    companions = any_companions(table)  # DCI and extrapolation columns where a row has them
+    extra = [title for _, title in COLUMNS] if companions else []
+    lines = ["| " + " | ".join(["#", "ID", "model", "positives", "loss", "space", "R² (%)", "MCC (%)",
+                                "kernel R² (%)", *extra, "status"]) + " |",
+             "|---:|---|---|---|---|---|---:|---:|---:|" + "---:|" * len(extra) + "---|"]
     for rank, row in enumerate(table, start=start):
-        lines.append(_row(rank, row))
-        lines += [_row("↳", run) for run in row.get("runs", [])]
+        lines.append(_row(rank, row, companions))
+        lines += [_row("↳", run, companions) for run in row.get("runs", [])]
     return lines
 
 

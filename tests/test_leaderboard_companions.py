@@ -1,0 +1,34 @@
+"""LEADERBOARD.md shows the companion protocols' columns (DCI, read-out extrapolation) in a table where
+a row's result has them, a seed group's as its runs' mean, and no such columns elsewhere."""
+
+import copy
+
+from leaderboard.entries import load_entries
+from leaderboard.markdown import render_markdown
+
+
+def with_companions(entry, d, extrapolation):
+    entry = copy.deepcopy(entry)
+    entry["result"]["dci"] = {"protocol": "ident3d-dci", "version": "1.0", "disentanglement": d,
+                              "completeness": 0.5, "informativeness": 0.9}
+    entry["result"]["extrapolation"] = {"protocol": "ident3d-extrapolation", "version": "1.0",
+                                        "linear_r2": extrapolation, "kernel_r2": 0.1, "per_latent": []}
+    return entry
+
+
+def test_companion_columns_appear_where_a_row_has_them():
+    entries = load_entries()
+    before = render_markdown(entries)
+    assert "D (%)" not in before
+    runs = [e for e in entries
+            if e.get("seed_group") == "v2-normal-box" and e["protocol"] == "ident3d-eval-v1"]
+    assert len(runs) == 3
+    changed = {e["id"]: with_companions(e, 0.2 + 0.1 * i, 0.6) for i, e in enumerate(runs)}
+    after = render_markdown([changed.get(e["id"], e) for e in entries])
+    table = after.split("· ident3d-eval-v1")[1].split("\n## ")[0]
+    assert "| D (%) | C (%) | I (%) | extrapolation R² (%) |" in table
+    group = next(line for line in table.splitlines() if "(mean of 3 seeds)" in line)
+    assert "| 30.00 | 50.00 | 90.00 | 60.00 |" in group  # the mean of D = 0.2, 0.3, 0.4
+    others = [line for line in table.splitlines() if "v2-supervised`" in line]
+    assert others and all("| – | – | – | – |" in line for line in others)
+    assert after.split("· ident3d-eval-v1")[0] == before.split("· ident3d-eval-v1")[0]
