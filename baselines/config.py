@@ -11,10 +11,11 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from baselines import presets
-from baselines.losses import LOSSES, NEGATIVES, PRECISION_MAPS
-from baselines.models import OUTPUT_SPACES, STEMS
-from baselines.positives import SOURCES
+from ident3d.baselines import presets
+from ident3d.baselines.losses import LOSSES, NEGATIVES, PRECISION_MAPS
+from ident3d.baselines.models import OUTPUT_SPACES, STEMS
+from ident3d.baselines.positives import SOURCES
+
 from ident3d.errors import TrainingError
 from ident3d.readers import read_regular
 
@@ -164,7 +165,7 @@ def load_preset(name: str, **overrides: Any) -> TrainConfig:
     if name not in preset_names():
         raise TrainingError(f"unknown preset {name!r}; expected one of {', '.join(preset_names())}. "
                             "Fix: pick one, or pass your own settings with --config FILE.toml / --set.")
-    text = files("baselines.presets").joinpath(f"{name}.toml").read_text()
+    text = files("ident3d.baselines.presets").joinpath(f"{name}.toml").read_text()
     values = _coerce(tomllib.loads(text), f"baselines/presets/{name}.toml")
     values.update(_coerce({k: v for k, v in overrides.items() if v is not None}, "overrides"))
     return TrainConfig(preset=name, **values)

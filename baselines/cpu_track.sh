@@ -7,7 +7,7 @@
 #
 # Renders both tracks' splits (`ident3d render --track`, verified against the track), trains every
 # baseline at the budget below, scores each encoder with both protocols and writes
-# OUT/REPRODUCTION.md (`python -m baselines.reproduction OUT`). Every step is skipped when its
+# OUT/REPRODUCTION.md (`python -m ident3d.baselines.reproduction OUT`). Every step is skipped when its
 # output exists and a killed training run resumes from its last checkpoint, so re-running the
 # script after an interruption loses at most `checkpoint_every` steps.
 #
@@ -74,7 +74,7 @@ train() {  # run-name
     if [ "$preset" = supervised ]; then steps=$SUPERVISED_STEPS; batch=$SUPERVISED_BATCH; fi
     local run="$OUT/runs/$name" data="$OUT/data/$variant-64"
     if [ "$preset" = pixels ]; then
-        [ -f "$run/encoder.pt2" ] || $PYTHON -m baselines.pixels "$run/encoder.pt2" --size 64
+        [ -f "$run/encoder.pt2" ] || $PYTHON -m ident3d.baselines.pixels "$run/encoder.pt2" --size 64
     elif [ ! -f "$run/encoder.pt2" ]; then
         local extra=()
         [ -f "$run/config.json" ] && extra+=(--resume)
@@ -91,9 +91,9 @@ render_track v2-64 3dident-v2-64
 [[ " $RUNS " =~ " v2pairs-" ]] && render_pairs
 for name in $RUNS; do train "$name"; done
 
-$PYTHON -m baselines.reproduction "$OUT" > "$OUT/REPRODUCTION.md"
+$PYTHON -m ident3d.baselines.reproduction "$OUT" > "$OUT/REPRODUCTION.md"
 cat "$OUT/REPRODUCTION.md"
 if [ "${ADD_ENTRIES:-0}" = 1 ]; then
-    $PYTHON -m baselines.reproduction "$OUT" --add-entries
+    $PYTHON -m ident3d.baselines.reproduction "$OUT" --add-entries
     $IDENT3D leaderboard build
 fi

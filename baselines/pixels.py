@@ -4,7 +4,7 @@ Each image is average-pooled to 8 x 8 per channel (192 features), so a linear re
 pixels without having more features than the fit set has images. Exported as a ``.pt2`` like any
 submission, so the evaluator scores it the same way:
 
-    python -m baselines.pixels OUT.pt2 --size 64
+    python -m ident3d.baselines.pixels OUT.pt2 --size 64
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class PixelReadout(torch.nn.Module):
 
 def export_pixel_readout(path: Path, size: int) -> Path:
     """Write the read-out for ``size`` x ``size`` images as a ``.pt2`` (any batch size)."""
-    from baselines.train import export_program
+    from ident3d.baselines.train import export_program
 
     return export_program(PixelReadout(), Path(path), size)
 

@@ -1,8 +1,8 @@
 """Summarise the CPU-track baselines (baselines/cpu_track.sh) as Markdown, and make their entries.
 
-    python -m baselines.reproduction OUT                  # the report, on stdout
-    python -m baselines.reproduction OUT --add-entries    # re-score every run, write verified entries
-    python -m baselines.reproduction OUT --check          # re-score every checkpoint against its entry
+    python -m ident3d.baselines.reproduction OUT                # the report, on stdout
+    python -m ident3d.baselines.reproduction OUT --add-entries  # re-score every run, write verified entries
+    python -m ident3d.baselines.reproduction OUT --check        # re-score every checkpoint against its entry
 
 Reads ``OUT/runs/<variant>-<preset>[-s<seed>]/``: ``result.json`` (ident3d-eval-v1),
 ``result-cl-ica-2021.json`` and, for trained runs, ``config.json`` and ``log.jsonl``. Runs that
@@ -292,7 +292,7 @@ def training_data(config: dict[str, Any] | None, track: str) -> str:
 
 def add_entries(out: Path, entries: Path) -> list[Path]:
     """Re-score every run's encoder under both protocols and write a verified entry for each."""
-    from leaderboard.entries import entry_from_result, rescore, write_entry
+    from ident3d.leaderboard.entries import entry_from_result, rescore, write_entry
 
     written = []
     for name, run in load_runs(out).items():

@@ -2,7 +2,7 @@
 
     python -m benchmarks.synthetic_step     (from the repository root)
 
-Times the step of ``baselines.synthetic.run`` (draw pairs, mix, encode, the Lp loss with the cl-ica
+Times the step of ``ident3d.baselines.synthetic.run`` (draw pairs, mix, encode, the Lp loss with the cl-ica
 denominator, Adam) for row T2.1, median of 5 steps after one warm-up, with torch's default threads,
 and the same loss written as the broadcast difference tensor it replaced, for the ratio.
 """
@@ -13,11 +13,10 @@ import time
 
 import numpy as np
 import torch
-
-from baselines.losses import LpInfoNCE
-from baselines.models import MLPEncoder
-from baselines.synthetic.processes import invertible_mlp
-from baselines.synthetic.table import get_row
+from ident3d.baselines.losses import LpInfoNCE
+from ident3d.baselines.models import MLPEncoder
+from ident3d.baselines.synthetic.processes import invertible_mlp
+from ident3d.baselines.synthetic.table import get_row
 
 BATCHES = (256, 1024, 6144)
 

@@ -4,8 +4,8 @@
     python -m benchmarks.train_throughput --device cuda [--size 224] [--batch-size 512] [--compile]
 
 Two tables. Memory layout: forward, backward and Adam steps of the `normal-box` encoder on a fixed
-batch, contiguous against channels-last (what `baselines.train` uses), with the first losses of
-each so that equal maths can be seen. The loop: `baselines.train.train` end to end on a packed
+batch, contiguous against channels-last (what `ident3d.baselines.train` uses), with the first losses of
+each so that equal maths can be seen. The loop: `ident3d.baselines.train.train` end to end on a packed
 synthetic split written on the spot (a fixed random network of uniform latents, the layout and
 manifest of a rendered split), reporting images/s and the share of wall time spent waiting for
 data; on a GPU with and without bf16 autocast. Nothing on a GPU was measured on this project's
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from ident3d.baselines.config import load_preset
+from ident3d.baselines.train import build_model, read_log, train
 
-from baselines.config import load_preset
-from baselines.train import build_model, read_log, train
 from ident3d.synthetic import write_synthetic_split
 
 

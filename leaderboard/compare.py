@@ -3,8 +3,8 @@ around it, and per-latent differences to the nearest rows that report per-latent
 
 from __future__ import annotations
 
-from leaderboard.markdown import percent, table_lines
-from leaderboard.ranking import Entry, placement
+from ident3d.leaderboard.markdown import percent, table_lines
+from ident3d.leaderboard.ranking import Entry, placement
 
 AROUND = 2  # rows shown above and below the candidate
 

@@ -23,7 +23,7 @@ ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
 
 
 def entry_schema() -> dict[str, Any]:
-    return json.loads(files("leaderboard.schemas").joinpath("entry-v1.json").read_text())
+    return json.loads(files("ident3d.leaderboard.schemas").joinpath("entry-v1.json").read_text())
 
 
 def validate_entry(entry: Any, source: str) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ident3d.leaderboard.companions import COLUMNS, any_companions, companion_metrics
+from ident3d.leaderboard.ranking import Entry, ranked_tables
+
 from ident3d.tracks import tracks
-from leaderboard.companions import COLUMNS, any_companions, companion_metrics
-from leaderboard.ranking import Entry, ranked_tables
 
 HEADER = """# Leaderboard
 

@@ -6,9 +6,10 @@ import json
 import statistics
 from importlib.resources import files
 
+from ident3d.leaderboard.ranking import Entry, ranked_tables
+
 from ident3d.tracks import tracks
 from ident3d.variants import FACTOR_NAMES
-from leaderboard.ranking import Entry, ranked_tables
 
 PAGE_FIELDS = ("id", "name", "paper", "code", "authors", "positives", "loss", "model_space", "status",
                "footnote", "dataset", "protocol", "metrics", "metrics_std")
@@ -56,5 +57,5 @@ def script_json(data: object) -> str:
 
 def render_site(entries: list[Entry]) -> str:
     data = script_json(page_data(entries))
-    template = files("leaderboard").joinpath("page.html").read_text(encoding="utf-8")
+    template = files("ident3d.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
     return template.replace("__ENTRIES_JSON__", data)

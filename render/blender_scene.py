@@ -11,12 +11,12 @@ import math
 from pathlib import Path
 
 import numpy as np
+from ident3d.render.settings import RenderSettings
+from ident3d.render.shapes import SMOOTH, normalise, shape_mesh
+from ident3d.render.teapot import OBJECT_SCALE
 
 from ident3d.extras import require
 from ident3d.scene import GROUND_Z
-from render.settings import RenderSettings
-from render.shapes import SMOOTH, normalise, shape_mesh
-from render.teapot import OBJECT_SCALE
 
 CAMERA_LOCATION = (8.0, 0.0, 8.0)
 SUN = {"location": (0.0, 0.0, 25.8), "energy": 0.5, "angle_deg": 11.42}

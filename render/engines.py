@@ -13,10 +13,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
+from ident3d.render.settings import RenderSettings
+from ident3d.render.worker import init_worker, probe_device, render_tasks
+
 from ident3d.errors import RenderError
 from ident3d.extras import require
-from render.settings import RenderSettings
-from render.worker import init_worker, probe_device, render_tasks
 
 Task = tuple[int, str, dict]
 ENGINES = ("local", "ray")
@@ -138,7 +139,7 @@ def run_ray(settings: RenderSettings, tasks: list[Task], workers: int, address: 
             on_done: Callable[[int], None]) -> None:
     """Ray tasks over contiguous chunks; a chunk whose worker dies or raises is retried 3 times.
 
-    Ray reuses worker processes, so each builds the Blender scene once (``render.worker``).
+    Ray reuses worker processes, so each builds the Blender scene once (``ident3d.render.worker``).
     """
     if not tasks:
         return

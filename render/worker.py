@@ -12,8 +12,9 @@ import signal
 import threading
 from pathlib import Path
 
+from ident3d.render.settings import RenderSettings
+
 from ident3d.errors import Ident3dError, RenderError
-from render.settings import RenderSettings
 
 _scene = None  # the BlenderScene of this process, built on first use
 _startup_error: str | None = None  # why the scene could not be built, reported by render_one
@@ -31,7 +32,7 @@ def init_worker(settings: RenderSettings, tempdir: str | None = None) -> None:
         if tempdir is not None:
             os.environ["TMPDIR"] = tempdir
         try:
-            from render.blender_scene import BlenderScene
+            from ident3d.render.blender_scene import BlenderScene
 
             _silence_blender()
             _scene = BlenderScene(settings)
@@ -62,8 +63,7 @@ def probe_device(device: str, tempdir: str) -> str | None:
     os.environ["TMPDIR"] = tempdir
     try:
         import bpy
-
-        from render.blender_scene import NO_GPU, gpu_backend
+        from ident3d.render.blender_scene import NO_GPU, gpu_backend
     except ImportError as error:
         return str(error)
     if device == "gpu" and gpu_backend(bpy) is None:

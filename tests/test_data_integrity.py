@@ -143,7 +143,7 @@ def world(tmp_path_factory) -> Path:
     result = evaluate(w / "true.npy", w / "data", progress=False).document
     result["dataset"]["track"] = "3dident-v2-64@1"
     (w / "edited.json").write_text(json.dumps(result))
-    from leaderboard.entries import ENTRY_SCHEMA
+    from ident3d.leaderboard.entries import ENTRY_SCHEMA
 
     (w / "entries").mkdir()
     (w / "edited-entries").mkdir()

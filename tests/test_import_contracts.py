@@ -1,7 +1,9 @@
-"""The rules between the rooms: the core (``ident3d`` without its command line) never imports
-``render``, ``baselines`` or ``leaderboard`` at module level (it reaches them through entry points or
-inside a function); the command line (``ident3d.cli``), which wires the rooms together, builds its
-parser without torch, FAISS or Blender; ``render`` and ``leaderboard`` never load torch."""
+"""The rules between the rooms: one import name (the wheel installs ``ident3d`` and nothing else, the
+rooms ``render/``, ``baselines/`` and ``leaderboard/`` as ``ident3d.render`` and so on, and no code
+uses their old top-level names); the core (``ident3d`` without its command line) never imports the
+other rooms at module level (it reaches them through entry points or inside a function); the command
+line (``ident3d.cli``), which wires the rooms together, builds its parser without torch, FAISS or
+Blender; ``ident3d.render`` and ``ident3d.leaderboard`` never load torch."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-OTHER_ROOMS = ("render", "baselines", "leaderboard")
+ROOMS = ("render", "baselines", "leaderboard")
+OTHER_ROOMS = tuple(f"ident3d.{room}" for room in ROOMS)
 
 
 def module_level_imports(path: Path) -> list[tuple[int, str]]:
@@ -39,7 +42,8 @@ def module_level_imports(path: Path) -> list[tuple[int, str]]:
 def violations(package: Path, forbidden: tuple[str, ...], exempt: str = "cli") -> list[str]:
     return [f"{path.relative_to(package.parent)}:{line} imports {module}"
             for path in sorted(package.rglob("*.py")) if exempt not in path.relative_to(package).parts
-            for line, module in module_level_imports(path) if module.split(".")[0] in forbidden]
+            for line, module in module_level_imports(path)
+            if any(module == name or module.startswith(name + ".") for name in forbidden)]
 
 
 def loaded_after(code: str) -> list[str]:
@@ -62,15 +66,60 @@ def test_the_command_line_builds_its_parser_without_torch_faiss_or_blender():
 def test_a_broken_rule_is_reported_with_file_and_line(tmp_path):
     core = tmp_path / "ident3d"
     core.mkdir()
-    (core / "fine.py").write_text("def later():\n    import baselines.train\n")
-    (core / "bad.py").write_text("import os\ntry:\n    from leaderboard.site import render_site\n"
+    (core / "fine.py").write_text("def later():\n    import ident3d.baselines.train\n")
+    (core / "bad.py").write_text("import os\ntry:\n    from ident3d.leaderboard.site import render_site\n"
                                  "except ImportError:\n    pass\n")
-    assert violations(core, OTHER_ROOMS) == ["ident3d/bad.py:3 imports leaderboard.site"]
+    assert violations(core, OTHER_ROOMS) == ["ident3d/bad.py:3 imports ident3d.leaderboard.site"]
 
 
 @pytest.mark.parametrize("room", ["render", "leaderboard"])
 def test_render_and_leaderboard_never_load_torch(room):
-    modules = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    modules = sorted("ident3d." + ".".join(p.relative_to(ROOT).with_suffix("").parts)
                      for p in (ROOT / room).rglob("*.py"))
+    modules = [name.removesuffix(".__init__") for name in modules]
     loaded = loaded_after(f"import importlib\nfor name in {modules!r}:\n    importlib.import_module(name)")
     assert not {"torch", "torchvision"} & set(loaded), f"{room} loaded {loaded}"
+
+
+def all_imports(path: Path) -> list[tuple[int, str]]:
+    nodes = list(ast.walk(ast.parse(path.read_text(), str(path))))
+    plain = [(n.lineno, alias.name) for n in nodes if isinstance(n, ast.Import) for alias in n.names]
+    return plain + [(n.lineno, n.module) for n in nodes
+                    if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module]
+
+
+def test_no_code_uses_the_old_top_level_names():
+    folders = ("ident3d", *ROOMS, "tests", "benchmarks")
+    old = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+           for folder in folders for path in sorted((ROOT / folder).rglob("*.py"))
+           for line, module in all_imports(path) if module.split(".")[0] in ROOMS]
+    assert old == []
+
+
+def test_the_old_name_still_imports_in_a_checkout_with_a_warning():
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", "import leaderboard"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode != 0 and "import ident3d.leaderboard instead" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_one_import_name(tmp_path):
+    import zipfile
+
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path),
+                           str(ROOT)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (wheel,) = tmp_path.glob("ident3d-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names} == {"ident3d", wheel.name.split("-py3")[0] + ".dist-info"}
+    assert {"ident3d/render/job.py", "ident3d/baselines/train.py", "ident3d/leaderboard/page.html",
+            "ident3d/baselines/presets/normal-box.toml"} <= set(names)
+    assert not [n for n in names if "/." in n or n.endswith(".sh")]  # no hidden files, no scripts
+    zipfile.ZipFile(wheel).extractall(tmp_path / "site")
+    probe = ("import ident3d, ident3d.render.job, ident3d.leaderboard.build, ident3d.baselines.config; "
+             "print(ident3d.__path__, ident3d.render.job.__file__)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                          env={**__import__("os").environ, "PYTHONPATH": str(tmp_path / "site")})
+    assert done.returncode == 0, done.stderr
+    paths, job = done.stdout.rsplit(" ", 1)
+    assert str(ROOT) not in paths and job.strip().startswith(str(tmp_path / "site"))

@@ -13,12 +13,18 @@ import threading
 from pathlib import Path
 
 import pytest
+from ident3d.leaderboard.build import MARKDOWN, SITE, build, stale
+from ident3d.leaderboard.entries import (
+    ENTRIES_DIR,
+    entry_from_result,
+    load_entries,
+    validate_entry,
+    write_entry,
+)
+from ident3d.leaderboard.markdown import render_markdown
+from ident3d.leaderboard.ranking import ranked_tables, table_of
 
 from ident3d.errors import ResultError
-from leaderboard.build import MARKDOWN, SITE, build, stale
-from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, validate_entry, write_entry
-from leaderboard.markdown import render_markdown
-from leaderboard.ranking import ranked_tables, table_of
 
 PAPER = ENTRIES_DIR / "Zimmermann2021Contrastive_normal-box.json"
 
@@ -85,7 +91,7 @@ def test_verified_needs_a_checkpoint_hash_and_a_result():
 def test_no_committed_entry_is_verified_without_its_model_file():
     """'verified' promises a re-score anyone can repeat; an entry whose checkpoint was not kept says
     'verified-once', and like 'verified' it must carry the scored model's sha256."""
-    from leaderboard.entries import load_entries
+    from ident3d.leaderboard.entries import load_entries
 
     entries = load_entries(Path(__file__).resolve().parents[1] / "leaderboard" / "entries")
     lost = [e for e in entries if "not kept" in (e["footnote"] or "")]
@@ -138,7 +144,7 @@ def test_tables_rank_by_mcc_then_r2_then_id_and_never_mix_protocols(tmp_path):
 def test_seed_groups_rank_as_one_row_with_mean_and_sample_sd(tmp_path):
     import statistics
 
-    from leaderboard.compare import report
+    from ident3d.leaderboard.compare import report
 
     for entry_id, r2, mcc in (("Doe2026Seeds_s0", 0.5, 0.60), ("Doe2026Seeds_s1", 0.7, 0.80),
                               ("Doe2026Seeds_s2", 0.6, 0.70), ("Roe2026Single", 0.9, 0.65)):

@@ -3,8 +3,8 @@ a row's result has them, a seed group's as its runs' mean, and no such columns e
 
 import copy
 
-from leaderboard.entries import load_entries
-from leaderboard.markdown import render_markdown
+from ident3d.leaderboard.entries import load_entries
+from ident3d.leaderboard.markdown import render_markdown
 
 
 def with_companions(entry, d, extrapolation):

@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 import torch
+from ident3d.baselines.config import TrainConfig, load_preset, preset_names
+from ident3d.baselines.losses import AnInfoNCE, LpInfoNCE, SupervisedMSE, VonMisesFisherInfoNCE, build_loss
+from ident3d.baselines.models import Box, BoxSigmoid, Encoder, Sphere
+from ident3d.baselines.positives import AugmentedPairs, StepBatches
 
-from baselines.config import TrainConfig, load_preset, preset_names
-from baselines.losses import AnInfoNCE, LpInfoNCE, SupervisedMSE, VonMisesFisherInfoNCE, build_loss
-from baselines.models import Box, BoxSigmoid, Encoder, Sphere
-from baselines.positives import AugmentedPairs, StepBatches
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
 
@@ -104,7 +104,7 @@ def test_encoder_normalises_its_own_input():
 
 
 def test_the_small_stem_keeps_resolution_and_rebuilds_from_its_config():
-    from baselines.models import build_encoder
+    from ident3d.baselines.models import build_encoder
 
     paper, small = Encoder(stem="imagenet").eval(), Encoder(stem="small").eval()
     x = torch.rand(2, 3, 32, 32)
@@ -179,8 +179,8 @@ def test_augmented_pairs_are_seeded_per_item_and_leave_the_global_rng_alone(tmp_
 
 
 def test_cosine_schedule_decays_to_zero_and_fixes_the_length_of_a_run():
-    from baselines.config import resume_differences
-    from baselines.train import lr_factor
+    from ident3d.baselines.config import resume_differences
+    from ident3d.baselines.train import lr_factor
 
     cosine = TrainConfig(lr_schedule="cosine", iterations=100)
     assert lr_factor(cosine, 0) == 1.0 and lr_factor(cosine, 50) == pytest.approx(0.5)

@@ -104,7 +104,7 @@ def test_the_fixtures_behave_as_named():
 
 
 def test_every_contract_names_the_registry_protocols():
-    from leaderboard.entries import entry_schema
+    from ident3d.leaderboard.entries import entry_schema
 
     result = json.loads(files("ident3d.schemas").joinpath("result-v1.json").read_text())
     assert result["properties"]["protocol"]["enum"] == list(NAMES)

@@ -66,7 +66,7 @@ def shrink(argv: list[str], scratch: Path, zenodo_url: str) -> list[str]:
 
 @pytest.mark.timeout(1500)  # every README command, renders and training included
 def test_every_readme_command_runs(tmp_path, monkeypatch):
-    from leaderboard.entries import ENTRIES_DIR
+    from ident3d.leaderboard.entries import ENTRIES_DIR
 
     shutil.copytree(ENTRIES_DIR, tmp_path / "entries")
     write_fake_split(tmp_path / "src/3dident", "test", n=20, manifest=False)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ident3d.render.job import plan_job, render_split
+from ident3d.render.settings import resolve_settings
 from PIL import Image
 
 from ident3d.errors import LatentError, ManifestMismatchError, RenderError
 from ident3d.layout import SplitLayout
-from render.job import plan_job, render_split
-from render.settings import resolve_settings
 
 pytestmark = pytest.mark.blender
 TINY = resolve_settings("preview", resolution=32, samples=2)
@@ -250,7 +250,7 @@ def test_traverse_cli_writes_a_labelled_grid_with_one_row_per_latent(tmp_path):
                              "--steps", "3", "--resolution", "32", "--samples", "2"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    from render.traverse import LABEL_WIDTH
+    from ident3d.render.traverse import LABEL_WIDTH
 
     grid = np.asarray(Image.open(out).convert("RGB")).astype(int)
     assert grid.shape == (10 * 32, LABEL_WIDTH + 3 * 32, 3)
@@ -282,7 +282,7 @@ def test_a_missing_gpu_stops_the_job_at_once_with_one_line(tmp_path):
 
 
 def test_a_worker_that_cannot_start_ends_the_job(tmp_path, monkeypatch):
-    from render import engines
+    from ident3d.render import engines
 
     tasks = [(0, str(tmp_path / "0.png"), {})]
     broken = resolve_settings("preview", resolution=32, samples=2, device="gpu")

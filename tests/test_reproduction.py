@@ -3,12 +3,12 @@
 import json
 
 from conftest import write_fake_split
+from ident3d.baselines.pixels import export_pixel_readout
+from ident3d.baselines.reproduction import add_entries, check_entries, summarize
+from ident3d.leaderboard.entries import load_entries
 from test_leaderboard import fake_result
 
-from baselines.pixels import export_pixel_readout
-from baselines.reproduction import add_entries, check_entries, summarize
 from ident3d.evaluation import evaluate
-from leaderboard.entries import load_entries
 
 
 def write_run(out, name, r2, mcc, hue_r2=None, positives="latent", trained=True):

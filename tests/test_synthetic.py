@@ -9,12 +9,9 @@ import json
 import numpy as np
 import pytest
 import torch
-from scipy import special, stats
-from torch.nn import functional as F
-
-from baselines.losses import AnInfoNCE, LpInfoNCE, VonMisesFisherInfoNCE
-from baselines.synthetic import run as synthetic_run
-from baselines.synthetic.processes import (
+from ident3d.baselines.losses import AnInfoNCE, LpInfoNCE, VonMisesFisherInfoNCE
+from ident3d.baselines.synthetic import run as synthetic_run
+from ident3d.baselines.synthetic.processes import (
     BOX,
     MIXING_SLOPE,
     Process,
@@ -22,8 +19,11 @@ from baselines.synthetic.processes import (
     invertible_mlp,
     von_mises_fisher,
 )
-from baselines.synthetic.report import summary, verdict
-from baselines.synthetic.table import get_row, rows
+from ident3d.baselines.synthetic.report import summary, verdict
+from ident3d.baselines.synthetic.table import get_row, rows
+from scipy import special, stats
+from torch.nn import functional as F
+
 from ident3d.cli import main
 from ident3d.errors import TrainingError
 
@@ -225,7 +225,7 @@ def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
 def test_the_report_sets_a_run_beside_the_authors_log_at_the_same_step():
     from dataclasses import asdict
 
-    from baselines.synthetic.report import against_the_log
+    from ident3d.baselines.synthetic.report import against_the_log
 
     run = {"row": "A.1", "budget": {**asdict(synthetic_run.Budget()), "steps": 10000},
            "curve": [{"step": 5000, "r2": 90.0, "mcc": 60.0}, {"step": 10000, "r2": 97.0, "mcc": 80.0}]}
@@ -236,7 +236,7 @@ def test_the_report_sets_a_run_beside_the_authors_log_at_the_same_step():
 
 
 def test_a_run_whose_features_ended_constant_is_counted_as_collapsed():
-    from baselines.synthetic.report import seeds_cell
+    from ident3d.baselines.synthetic.report import seeds_cell
 
     runs = [{"r2": 98.0, "mcc": 97.0}, {"r2": -0.03, "mcc": 0.0}, {"r2": 0.0, "mcc": 12.0}]
     assert seeds_cell(runs) == "3 (1 collapsed)" and seeds_cell(runs[::2]) == "2"

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from ident3d.baselines.synthetic.sweep import claim, load_plan, parse_plan, sweep
 
-from baselines.synthetic.sweep import claim, load_plan, parse_plan, sweep
 from ident3d.cli import main
 from ident3d.errors import TrainingError
 
@@ -44,7 +44,7 @@ def test_the_package_plan_names_known_rows_and_every_bad_plan_is_refused_by_name
 
 
 def test_a_live_claim_is_respected_and_a_dead_one_is_taken_over(tmp_path):
-    from baselines.synthetic.sweep import _owner
+    from ident3d.baselines.synthetic.sweep import _owner
 
     lock = tmp_path / ".run.lock"
     with claim(lock) as owned:
@@ -66,7 +66,7 @@ def test_a_live_claim_is_respected_and_a_dead_one_is_taken_over(tmp_path):
 
 
 def test_a_sweep_runs_what_is_missing_skips_what_is_claimed_and_then_has_nothing_to_do(tmp_path, capsys):
-    from baselines.synthetic.sweep import _owner
+    from ident3d.baselines.synthetic.sweep import _owner
 
     plan, out = tmp_path / "plan.toml", tmp_path / "results"
     plan.write_text(TINY)
@@ -91,7 +91,14 @@ def test_a_sweep_runs_what_is_missing_skips_what_is_claimed_and_then_has_nothing
 def test_docs_show_the_committed_results(monkeypatch):
     from pathlib import Path
 
-    from baselines.synthetic.report import FIGURES, SUMMARY_BEGIN, SUMMARY_END, figures, report, summary_block
+    from ident3d.baselines.synthetic.report import (
+        FIGURES,
+        SUMMARY_BEGIN,
+        SUMMARY_END,
+        figures,
+        report,
+        summary_block,
+    )
 
     root = Path(__file__).resolve().parents[1]
     monkeypatch.chdir(root)

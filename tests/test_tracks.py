@@ -39,8 +39,8 @@ def test_tracks_cli_lists_sizes_time_and_disk():
 @pytest.fixture(scope="module")
 def tiny_track(tmp_path_factory):
     """A 6-image track rendered once with 1 worker: its fingerprint comes from that render."""
-    from render.job import plan_job, render_split
-    from render.settings import resolve_settings
+    from ident3d.render.job import plan_job, render_split
+    from ident3d.render.settings import resolve_settings
 
     root = tmp_path_factory.mktemp("track")
     settings = resolve_settings("preview", resolution=32, samples=2)
@@ -58,8 +58,8 @@ def tiny_track(tmp_path_factory):
 
 @pytest.mark.blender
 def test_renders_with_other_worker_counts_verify_and_changed_data_does_not(tiny_track, tmp_path):
-    from render.job import plan_job, render_split
-    from render.settings import resolve_settings, track_settings
+    from ident3d.render.job import plan_job, render_split
+    from ident3d.render.settings import resolve_settings, track_settings
 
     track, root = tiny_track
     assert tracks.differences(track, SplitLayout(root / "one", "test")) == []
@@ -139,9 +139,10 @@ def test_results_carry_the_track_whatever_the_package_version_and_custom_data_st
         tiny_track, tmp_path, monkeypatch):
     import shutil
 
+    from ident3d.leaderboard.entries import entry_from_result
+
     from ident3d.errors import ResultError
     from ident3d.evaluation import evaluate
-    from leaderboard.entries import entry_from_result
 
     track, root = tiny_track
     known = {**tracks.tracks(), "tiny": track}

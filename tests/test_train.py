@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 from conftest import write_fake_split
+from ident3d.baselines.config import load_preset, preset_names
+from ident3d.baselines.train import build_model, export, read_log, train
 from safetensors import safe_open
 
-from baselines.config import load_preset, preset_names
-from baselines.train import build_model, export, read_log, train
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
 from ident3d.evaluation import evaluate
@@ -141,8 +141,8 @@ def test_a_finished_run_holds_exports_logs_and_a_valid_result(fake_data, tmp_pat
 @pytest.mark.blender
 @pytest.mark.slow
 def test_smoke_training_on_real_renders_beats_the_untrained_encoder(tmp_path):
-    from render.job import plan_job, render_split
-    from render.settings import resolve_settings
+    from ident3d.render.job import plan_job, render_split
+    from ident3d.render.settings import resolve_settings
 
     data = tmp_path / "data"
     settings = resolve_settings("preview", resolution=32, samples=2)

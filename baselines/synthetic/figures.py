@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from baselines.synthetic.run import Budget
+from ident3d.baselines.synthetic.run import Budget
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 360, 56, 16, 28, 40
 # ten distinguishable colours (Tableau 10)

@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 import torch
+from ident3d.baselines.checkpoints import load_checkpoint, readable_checkpoint, save_checkpoint
+from ident3d.baselines.losses import PRECISION_MAPS, AnInfoNCE, build_loss
+from ident3d.baselines.models import MLPEncoder
+from ident3d.baselines.synthetic.processes import invertible_mlp
+from ident3d.baselines.synthetic.table import Row
 from torch import nn
 from torch.nn import functional as F
 
-from baselines.checkpoints import load_checkpoint, readable_checkpoint, save_checkpoint
-from baselines.losses import PRECISION_MAPS, AnInfoNCE, build_loss
-from baselines.models import MLPEncoder
-from baselines.synthetic.processes import invertible_mlp
-from baselines.synthetic.table import Row
 from ident3d import __version__, atomic, metrics
 from ident3d.errors import TrainingError
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from baselines.synthetic.run import Budget, result_name, run
-from baselines.synthetic.table import get_row
+from ident3d.baselines.synthetic.run import Budget, result_name, run
+from ident3d.baselines.synthetic.table import get_row
+
 from ident3d.errors import TrainingError
 from ident3d.readers import read_regular
 
@@ -41,7 +42,7 @@ MAX_PLAN_BYTES = 1 << 20
 def load_plan(path: Path | None = None) -> list[Sweep]:
     """The sweeps of a plan file (default: the package's own plan), every field checked."""
     if path is None:
-        return parse_plan(files("baselines.synthetic").joinpath("plan.toml").read_text(), PLAN)
+        return parse_plan(files("ident3d.baselines.synthetic").joinpath("plan.toml").read_text(), PLAN)
     try:
         text = read_regular(Path(path), MAX_PLAN_BYTES).decode()
     except (OSError, ValueError) as exc:  # ValueError: too large or not UTF-8

@@ -8,10 +8,10 @@ from importlib.resources import files
 from typing import Any
 
 import numpy as np
+from ident3d.baselines.losses import LOSSES, NEGATIVES
+from ident3d.baselines.models import OUTPUT_SPACES
+from ident3d.baselines.synthetic.processes import Process
 
-from baselines.losses import LOSSES, NEGATIVES
-from baselines.models import OUTPUT_SPACES
-from baselines.synthetic.processes import Process
 from ident3d.errors import TrainingError
 
 KINDS = ("contrastive", "identity", "supervised")
@@ -72,7 +72,7 @@ def _row(entry: dict[str, Any]) -> Row:
 
 
 def rows() -> dict[str, Row]:
-    text = files("baselines.synthetic").joinpath("rows.toml").read_text()
+    text = files("ident3d.baselines.synthetic").joinpath("rows.toml").read_text()
     return {entry["id"]: _row(entry) for entry in tomllib.loads(text)["row"]}
 
 

@@ -14,7 +14,7 @@ import sys
 from ident3d import __version__
 from ident3d.errors import Ident3dError
 
-OWN_LOGGERS = ("ident3d", "render", "baselines", "leaderboard")
+OWN_LOGGERS = ("ident3d",)
 VERBS = ("info", "tracks", "render", "traverse", "pack", "download", "verify", "export", "import", "publish",
          "train", "evaluate", "leaderboard", "synthetic", "demo")
 MODULE_OF_VERB = {"import": "import_split"}  # "import" is a Python keyword

@@ -31,9 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def render_data(data: Path, args: argparse.Namespace, progress: bool) -> None:
     from ident3d.packing import pack_split
+    from ident3d.render.job import plan_job, plan_track_job, render_split
+    from ident3d.render.settings import resolve_settings
     from ident3d.tracks import get_track
-    from render.job import plan_job, plan_track_job, render_split
-    from render.settings import resolve_settings
 
     settings = resolve_settings("preview")
     test = (plan_job(data, "test", n=args.n_test, seed=1, variant="v2", settings=settings) if args.n_test
@@ -62,7 +62,7 @@ def reference_readouts(data: Path, models: Path, results: Path, progress: bool) 
     """The pixel read-out (the paper's identity row) and the true latents (the ceiling)."""
     import numpy as np
 
-    from baselines.pixels import export_pixel_readout
+    from ident3d.baselines.pixels import export_pixel_readout
     from ident3d.datasets import ThreeDIdent
     from ident3d.evaluation import evaluate
 
@@ -86,8 +86,8 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
     """The committed entries (the paper's rows among them) plus the demo's, in a leaderboard of its own."""
     import shutil
 
-    from leaderboard.build import build
-    from leaderboard.entries import ENTRIES_DIR, entry_from_result, write_entry
+    from ident3d.leaderboard.build import build
+    from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, write_entry
 
     entries = folder / "entries"
     entries.mkdir(parents=True, exist_ok=True)
@@ -113,8 +113,8 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
 
 def compare_on_track(smoke_result: Path) -> str:
     """Where the smoke baseline ranks among the committed entries of its track and protocol."""
-    from leaderboard.compare import report
-    from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries
+    from ident3d.leaderboard.compare import report
+    from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries
 
     result = json.loads(smoke_result.read_text())
     candidate = entry_from_result(result, "Demo2026Smoke", name="smoke baseline (this demo)",
@@ -123,11 +123,11 @@ def compare_on_track(smoke_result: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from baselines.config import load_preset
-    from baselines.train import train
+    from ident3d.baselines.config import load_preset
+    from ident3d.baselines.train import train
+    from ident3d.render.settings import resolve_settings
+    from ident3d.render.traverse import render_traversal
     from ident3d.results import Result
-    from render.settings import resolve_settings
-    from render.traverse import render_traversal
 
     out = check_output_folder(args.out, "--out").resolve()
     data, progress = out / "data", not args.quiet

@@ -80,7 +80,7 @@ def _clone_entries(here: Path) -> Path:
 
 
 def _entry(entries: Path, entry_id: str) -> dict:
-    from leaderboard.entries import load_entries
+    from ident3d.leaderboard.entries import load_entries
 
     found = {e["id"]: e for e in load_entries(entries)}
     if entry_id not in found:
@@ -101,9 +101,9 @@ def _track_id(name: str | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from leaderboard.build import build, stale
-    from leaderboard.compare import report
-    from leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, rescore, write_entry
+    from ident3d.leaderboard.build import build, stale
+    from ident3d.leaderboard.compare import report
+    from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, rescore, write_entry
 
     here = Path.cwd()
     if args.action in ("compare", "export"):
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             print(path)
         return 0
     if args.action == "export":
-        from leaderboard.hub_export import export
+        from ident3d.leaderboard.hub_export import export
 
         print(export(_entry(args.entries, args.entry_id), args.format, args.hub_dataset), end="")
         return 0

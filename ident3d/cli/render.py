@@ -15,7 +15,7 @@ from ident3d.cli.arguments import (
     variant_arg,
 )
 from ident3d.latents import CONDITIONALS
-from render.settings import PRESETS
+from ident3d.render.settings import PRESETS
 
 HELP = "render a 3DIdent split with Blender (resumable; local processes, Ray, or one shard)"
 EXAMPLE = ("ident3d render --data data/3dident --split train --n 1000 --seed 0 --preset standard\n"
@@ -84,8 +84,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def track_job(args: argparse.Namespace):
     """The render job of a track's split; flags that would change its data are refused."""
+    from ident3d.render.job import plan_track_job
     from ident3d.tracks import TrackError, get_track
-    from render.job import plan_track_job
 
     track = get_track(args.track)
     if track.source != "render":
@@ -104,8 +104,8 @@ def track_job(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from ident3d.layout import SplitLayout
-    from render.job import finalize, plan_job, render_split
-    from render.settings import resolve_settings
+    from ident3d.render.job import finalize, plan_job, render_split
+    from ident3d.render.settings import resolve_settings
 
     check_output_folder(args.data, "--data")
     if args.finalize:

@@ -44,15 +44,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "rows":
-        from baselines.synthetic.report import paper_cell
-        from baselines.synthetic.table import rows
+        from ident3d.baselines.synthetic.report import paper_cell
+        from ident3d.baselines.synthetic.table import rows
 
         for row in rows().values():
             paper = ", ".join(f"{metric} {paper_cell(row.paper, metric)}" for metric in row.paper)
             print(f"{row.id:6} {row.theory:12} {row.title}" + (f"  [paper: {paper}]" if paper else ""))
         return 0
     if args.action == "report":
-        from baselines.synthetic.report import FIGURES, figures, report, summary_block
+        from ident3d.baselines.synthetic.report import FIGURES, figures, report, summary_block
 
         text = summary_block(args.results) + "\n" if args.summary else report(args.results)
         if args.out is None:
@@ -70,16 +70,16 @@ def run(args: argparse.Namespace) -> int:
             atomic.write_bytes(path, content.encode())
         return 0
     if args.action == "sweep":
-        from baselines.synthetic.sweep import load_plan, sweep
+        from ident3d.baselines.synthetic.sweep import load_plan, sweep
 
         for path in sweep(load_plan(args.plan), args.out, only=args.only, progress=not args.quiet):
             print(path)
         return 0
     from dataclasses import replace
 
-    from baselines.synthetic.run import Budget
-    from baselines.synthetic.run import run as run_row
-    from baselines.synthetic.table import get_row
+    from ident3d.baselines.synthetic.run import Budget
+    from ident3d.baselines.synthetic.run import run as run_row
+    from ident3d.baselines.synthetic.table import get_row
 
     chosen = {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "loss_lr": args.loss_lr,
               "precision_map": args.precision_map, "eval_every": args.eval_every}

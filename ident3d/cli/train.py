@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from baselines import presets
+from ident3d.baselines import presets
 from ident3d.cli.arguments import (
     check_output_folder,
     nonnegative_int,
@@ -47,8 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from baselines.config import load_preset, parse_settings, read_config_file
-    from baselines.train import train
+    from ident3d.baselines.config import load_preset, parse_settings, read_config_file
+    from ident3d.baselines.train import train
 
     check_output_folder(args.out, "--out", reads=(args.data, args.config))
     if args.resume and not (args.out / "config.json").exists():

@@ -4,7 +4,7 @@ import argparse
 from pathlib import Path
 
 from ident3d.cli.arguments import VARIANT_HELP, blender_device, check_output_file, positive_int, variant_arg
-from render.settings import PRESETS
+from ident3d.render.settings import PRESETS
 
 HELP = "render a latent-traversal figure: one row per latent swept over its range (Figure 3)"
 EXAMPLE = ("ident3d traverse --out fig.png --variant v2 --steps 7\n"
@@ -28,8 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ident3d.errors import RenderError
-    from render.settings import resolve_settings
-    from render.traverse import render_traversal
+    from ident3d.render.settings import resolve_settings
+    from ident3d.render.traverse import render_traversal
 
     if args.out.suffix.lower() != ".png":
         raise RenderError(f"--out {args.out}: the figure is written as PNG. Fix: end the name with .png")

@@ -34,7 +34,7 @@ def repair(root: Path, split: str, report, workers: int, progress: bool) -> None
         if not lay.render_job.exists():
             raise DatasetError(f"{lay.folder}: cannot re-render, it was not rendered by ident3d. "
                                f"Fix: {lay.repair_command()}")
-        from render.job import repair_split
+        from ident3d.render.job import repair_split
 
         repair_split(lay, report.broken, workers=workers, progress=progress)
     if report.packed_stale:
