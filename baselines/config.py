@@ -15,7 +15,6 @@ from ident3d.baselines import presets
 from ident3d.baselines.losses import LOSSES, NEGATIVES, PRECISION_MAPS
 from ident3d.baselines.models import OUTPUT_SPACES, STEMS
 from ident3d.baselines.positives import SOURCES
-
 from ident3d.errors import TrainingError
 from ident3d.readers import read_regular
 

@@ -1,12 +1,10 @@
-"""Summarise the CPU-track baselines (baselines/cpu_track.sh) as Markdown, and make their entries.
+"""Summarise the CPU-track baselines (an experiment run by ident3d.baselines.experiment) as Markdown.
 
-    python -m ident3d.baselines.reproduction OUT                # the report, on stdout
-    python -m ident3d.baselines.reproduction OUT --add-entries  # re-score every run, write verified entries
-    python -m ident3d.baselines.reproduction OUT --check        # re-score every checkpoint against its entry
+    python -m ident3d.baselines.reproduction OUT      # the report, on stdout (the driver writes it too)
 
-Reads ``OUT/runs/<variant>-<preset>[-s<seed>]/``: ``result.json`` (ident3d-eval-v1),
-``result-cl-ica-2021.json`` and, for trained runs, ``config.json`` and ``log.jsonl``. Runs that
-differ only in their seed form one group, reported as mean ± std. The report holds the table
+Reads every ``OUT/runs/<run>/``: ``experiment.json`` (its seed group), ``result.json``
+(ident3d-eval-v1), ``result-cl-ica-2021.json`` and, for trained runs, ``config.json`` and
+``log.jsonl``. Runs of one seed group are reported as mean ± std. The report holds the table
 (with training throughput and minutes), the orderings of the paper's Table 4, the hue latents on
 v2 against legacy data, and every latent's R² for every run.
 """
@@ -15,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -27,9 +24,6 @@ from ident3d.variants import FACTOR_NAMES
 
 HUES = ("object_hue", "spotlight_hue", "ground_hue")
 MARGIN = 0.05  # "well above": at least 5 percentage points
-SEED_SUFFIX = re.compile(r"-s\d+$")
-ENTRY_PREFIX = "Ident2026CpuTrack"
-RESCORE_TOLERANCE = 1e-4  # as `ident3d leaderboard add --checkpoint`
 
 
 def paired_spec(config: dict[str, Any]) -> dict[str, Any]:
@@ -40,10 +34,12 @@ def paired_spec(config: dict[str, Any]) -> dict[str, Any]:
 def load_runs(out: Path) -> dict[str, dict[str, Any]]:
     runs = {}
     for folder in sorted((out / "runs").iterdir()) if (out / "runs").is_dir() else []:
-        if not ((folder / "result.json").exists() and (folder / "result-cl-ica-2021.json").exists()):
+        needed = ("result.json", "result-cl-ica-2021.json", "experiment.json")
+        if not all((folder / name).exists() for name in needed):
             continue
         run = {"folder": folder, "v1": json.loads((folder / "result.json").read_text()),
                "clica": json.loads((folder / "result-cl-ica-2021.json").read_text()),
+               "group": json.loads((folder / "experiment.json").read_text())["group"],
                "config": None, "log": []}
         if (folder / "config.json").exists():
             run["config"] = json.loads((folder / "config.json").read_text())
@@ -53,10 +49,10 @@ def load_runs(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def groups(runs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
-    """Run names by their name without the seed suffix."""
+    """Run folders by their seed group (``experiment.json``, written by the driver)."""
     out: dict[str, list[str]] = {}
-    for name in runs:
-        out.setdefault(SEED_SUFFIX.sub("", name), []).append(name)
+    for name, run in runs.items():
+        out.setdefault(run["group"], []).append(name)
     return out
 
 
@@ -249,115 +245,10 @@ def snapped_section(by_group: dict, runs: dict) -> list[str]:
     return lines
 
 
-LOSS_NAMES = {"lp": "InfoNCE, L2 (Normal)", "vmf": "InfoNCE, dot product (vMF)", "mse": "MSE to the latents",
-              "aninfonce": "AnInfoNCE (learned diagonal Lambda)",
-              "aninfonce-isotropic": "InfoNCE with one learned precision (AnInfoNCE's isotropic control)"}
-
-
-def describe(run: dict[str, Any]) -> dict[str, str]:
-    """The entry fields that say what a run is: positives, loss, model space and budget."""
-    config = run["config"]
-    if config is None:
-        return {"positives": "none", "loss": "none (linear read-out from pixels)", "model_space": "pixels",
-                "budget": "no training: each image average-pooled to 8 x 8 (baselines/pixels.py)"}
-    if config["positives"] == "anchors":
-        positives = "none (supervised)"
-    elif config["positives"] == "augment":
-        positives = "SimCLR image augmentations"
-    elif config["positives"] == "rendered":
-        spec = paired_spec(config)
-        positives = (f"{spec['conditional'].capitalize()} (scale {spec['scale']}), pairs rendered exactly "
-                     "(no snapping)")
-    else:
-        positives = f"{config['conditional'].capitalize()} (scale {config['scale']})"
-    unit = "images" if config["positives"] == "anchors" else "pairs"
-    minutes = training_minutes(run)
-    budget = (f"{config['iterations']:,} steps of {config['batch_size']} {unit} at lr {config['lr']:g}, "
-              f"seed {config['seed']}")
-    if minutes:
-        budget += f", {minutes[1]:.0f} minutes of training on 2 CPU cores"
-    return {"positives": positives, "loss": LOSS_NAMES.get(config["loss"], config["loss"]),
-            "model_space": config["space"], "budget": budget}
-
-
-def training_data(config: dict[str, Any] | None, track: str) -> str:
-    if config is None:
-        return "none"
-    if config["positives"] == "rendered":
-        n = read_manifest(Path(config["data"]) / config["train_split"] / "manifest.json")["n"]
-        return (f"{n // 2:,} exactly rendered positive pairs at the render settings of {track} "
-                "(ident3d render --pairs; baselines/cpu_track.sh)")
-    return f"the train split of {track} (ident3d render --track)"
-
-
-def add_entries(out: Path, entries: Path) -> list[Path]:
-    """Re-score every run's encoder under both protocols and write a verified entry for each."""
-    from ident3d.leaderboard.entries import entry_from_result, rescore, write_entry
-
-    written = []
-    for name, run in load_runs(out).items():
-        about = describe(run)
-        data = out / "data" / f"{name.split('-')[0]}-64"
-        track = run["v1"]["dataset"].get("track", "custom data")
-        for key, suffix in (("v1", ""), ("clica", "-clica")):
-            entry_id = f"{ENTRY_PREFIX}_{name}{suffix}"
-            if (entries / f"{entry_id}.json").exists():
-                continue
-            result = rescore(run[key], run["folder"] / "encoder.pt2", data)
-            train = training_data(run["config"], track)
-            entry = entry_from_result(
-                result, entry_id, status="verified", name=f"{name} (CPU-track baseline)",
-                authors=["ident3d maintainers"], training_data=train, positives=about["positives"],
-                loss=about["loss"], model_space=about["model_space"],
-                footnote=f"{about['budget']}; reproduce: bash baselines/cpu_track.sh (run {name})",
-                seed_group=SEED_SUFFIX.sub("", name))
-            written.append(write_entry(entry, entries))
-    return written
-
-
-def check_entries(out: Path, entries: Path) -> str:
-    """Re-score every local checkpoint against its entry: the file's sha256 and every metric."""
-    from ident3d.atomic import sha256_file
-    from ident3d.evaluation import evaluate
-
-    lines = ["| entry | checkpoint sha256 | largest metric difference | verdict |", "|---|---|---:|---|"]
-    for name, run in load_runs(out).items():
-        data = out / "data" / f"{name.split('-')[0]}-64"
-        checkpoint = run["folder"] / "encoder.pt2"
-        for suffix in ("", "-clica"):
-            entry_id = f"{ENTRY_PREFIX}_{name}{suffix}"
-            path = entries / f"{entry_id}.json"
-            if not path.exists():
-                lines.append(f"| {entry_id} | – | – | no entry (add it with --add-entries) |")
-                continue
-            entry = json.loads(path.read_text())
-            same_file = sha256_file(checkpoint) == entry["checkpoint_sha256"]
-            fresh = evaluate(checkpoint, data, protocol=entry["protocol"], split="test",
-                             progress=False).document["metrics"]
-            diff = max(abs(fresh[k] - v) for k, v in entry["metrics"].items()
-                       if v is not None and fresh.get(k) is not None)
-            verdict = "matches" if same_file and diff <= RESCORE_TOLERANCE else "DIFFERS"
-            lines.append(f"| {entry_id} | {'same' if same_file else 'DIFFERENT'} | {diff:.1e} | {verdict} |")
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="the folder given to baselines/cpu_track.sh")
-    parser.add_argument("--add-entries", action="store_true",
-                        help="re-score every run and write verified leaderboard entries")
-    parser.add_argument("--check", action="store_true",
-                        help="re-score every local checkpoint against its entry and print a table")
-    parser.add_argument("--entries", type=Path, help="entry folder (default: ./leaderboard/entries)")
-    args = parser.parse_args(argv)
-    entries = args.entries or Path("leaderboard/entries")
-    if args.add_entries:
-        for path in add_entries(args.out, entries):
-            print(path)
-    elif args.check:
-        print(check_entries(args.out, entries))
-    else:
-        print(summarize(args.out))
+    parser.add_argument("out", type=Path, help="the folder given to ident3d.baselines.experiment")
+    print(summarize(parser.parse_args(argv).out))
     return 0
 
 

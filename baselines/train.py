@@ -29,6 +29,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors.torch import save_file
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+from ident3d import atomic, metrics
 from ident3d.baselines.checkpoints import (
     checkpoint_metadata,
     load_checkpoint,
@@ -39,11 +44,6 @@ from ident3d.baselines.config import TrainConfig, from_json, resume_differences
 from ident3d.baselines.losses import build_loss
 from ident3d.baselines.models import ARCH, Encoder
 from ident3d.baselines.positives import StepBatches, pair_source
-from safetensors.torch import save_file
-from torch.utils.data import DataLoader
-from tqdm import tqdm
-
-from ident3d import atomic, metrics
 from ident3d.batching import PairLoader, collate_views
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import torch
 import torchvision
-from ident3d.baselines.train import export_program
 
 from ident3d import metrics
+from ident3d.baselines.train import export_program
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.evaluation import score

@@ -24,11 +24,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from ident3d.render.job import plan_job, render_split
-from ident3d.render.settings import PRESETS, resolve_settings
 from PIL import Image
 
 from ident3d.latents import sample_uniform
+from ident3d.render.job import plan_job, render_split
+from ident3d.render.settings import PRESETS, resolve_settings
 
 MAE_LIMIT = 1.0  # in 1/255 units
 CANDIDATES = "2,4,8,16,64,2/fast,4/fast,8/fast,4/fast/fast"

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import torch
+
 from ident3d.baselines.losses import LpInfoNCE
 from ident3d.baselines.models import MLPEncoder
 from ident3d.baselines.synthetic.processes import invertible_mlp

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from ident3d.baselines.config import load_preset
 from ident3d.baselines.train import build_model, read_log, train
-
 from ident3d.synthetic import write_synthetic_split
 
 

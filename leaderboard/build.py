@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ident3d import atomic
+from ident3d.errors import ResultError
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 from ident3d.leaderboard.markdown import render_markdown
 from ident3d.leaderboard.site import render_site
-
-from ident3d import atomic
-from ident3d.errors import ResultError
 from ident3d.readers import open_regular
 
 # Where the committed outputs of this repository live (what CI checks against the entries).

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ident3d.leaderboard.companions import COLUMNS, any_companions, companion_metrics
 from ident3d.leaderboard.ranking import Entry, ranked_tables
-
 from ident3d.tracks import tracks
 
 HEADER = """# Leaderboard

@@ -7,7 +7,6 @@ import statistics
 from importlib.resources import files
 
 from ident3d.leaderboard.ranking import Entry, ranked_tables
-
 from ident3d.tracks import tracks
 from ident3d.variants import FACTOR_NAMES
 

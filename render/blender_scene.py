@@ -11,11 +11,11 @@ import math
 from pathlib import Path
 
 import numpy as np
+
+from ident3d.extras import require
 from ident3d.render.settings import RenderSettings
 from ident3d.render.shapes import SMOOTH, normalise, shape_mesh
 from ident3d.render.teapot import OBJECT_SCALE
-
-from ident3d.extras import require
 from ident3d.scene import GROUND_Z
 
 CAMERA_LOCATION = (8.0, 0.0, 8.0)

@@ -13,11 +13,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
-from ident3d.render.settings import RenderSettings
-from ident3d.render.worker import init_worker, probe_device, render_tasks
-
 from ident3d.errors import RenderError
 from ident3d.extras import require
+from ident3d.render.settings import RenderSettings
+from ident3d.render.worker import init_worker, probe_device, render_tasks
 
 Task = tuple[int, str, dict]
 ENGINES = ("local", "ray")

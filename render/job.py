@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ident3d.render import engines
-from ident3d.render.settings import RenderSettings, track_settings
 from tqdm import tqdm
 
 from ident3d import atomic
@@ -27,6 +25,8 @@ from ident3d.latents import (
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import build_manifest, channel_stats, read_manifest
 from ident3d.readers import read_array, read_json
+from ident3d.render import engines
+from ident3d.render.settings import RenderSettings, track_settings
 from ident3d.variants import Variant, get_variant, manifest_fields, split_variant
 
 log = logging.getLogger(__name__)

@@ -10,6 +10,7 @@ normalised inside Blender with ``normalise``.
 from __future__ import annotations
 
 import numpy as np
+
 from ident3d.render.teapot import TARGET_MAX, TARGET_MIN, teapot_mesh
 
 SIZE = float((TARGET_MAX - TARGET_MIN).max())  # largest local side of the teapot

@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from ident3d.render.job import plan_job, render_split
-from ident3d.render.settings import RenderSettings
 from PIL import Image, ImageDraw, ImageFont
 
 from ident3d import atomic
 from ident3d.errors import RenderError
+from ident3d.render.job import plan_job, render_split
+from ident3d.render.settings import RenderSettings
 from ident3d.variants import Variant, get_variant
 
 LABEL_WIDTH = 150

@@ -12,9 +12,8 @@ import signal
 import threading
 from pathlib import Path
 
-from ident3d.render.settings import RenderSettings
-
 from ident3d.errors import Ident3dError, RenderError
+from ident3d.render.settings import RenderSettings
 
 _scene = None  # the BlenderScene of this process, built on first use
 _startup_error: str | None = None  # why the scene could not be built, reported by render_one
@@ -63,6 +62,7 @@ def probe_device(device: str, tempdir: str) -> str | None:
     os.environ["TMPDIR"] = tempdir
     try:
         import bpy
+
         from ident3d.render.blender_scene import NO_GPU, gpu_backend
     except ImportError as error:
         return str(error)

@@ -2,10 +2,10 @@
 card classes (installed, no network): the model card's ``model-index`` and ``.eval_results`` YAML."""
 
 import pytest
-from ident3d.leaderboard.entries import load_entries
-from ident3d.leaderboard.hub_export import export
 
 from ident3d.cli import main
+from ident3d.leaderboard.entries import load_entries
+from ident3d.leaderboard.hub_export import export
 
 yaml = pytest.importorskip("yaml")
 hub = pytest.importorskip("huggingface_hub")

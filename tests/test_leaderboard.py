@@ -13,6 +13,8 @@ import threading
 from pathlib import Path
 
 import pytest
+
+from ident3d.errors import ResultError
 from ident3d.leaderboard.build import MARKDOWN, SITE, build, stale
 from ident3d.leaderboard.entries import (
     ENTRIES_DIR,
@@ -23,8 +25,6 @@ from ident3d.leaderboard.entries import (
 )
 from ident3d.leaderboard.markdown import render_markdown
 from ident3d.leaderboard.ranking import ranked_tables, table_of
-
-from ident3d.errors import ResultError
 
 PAPER = ENTRIES_DIR / "Zimmermann2021Contrastive_normal-box.json"
 

@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 import torch
+
 from ident3d.baselines.config import TrainConfig, load_preset, preset_names
 from ident3d.baselines.losses import AnInfoNCE, LpInfoNCE, SupervisedMSE, VonMisesFisherInfoNCE, build_loss
 from ident3d.baselines.models import Box, BoxSigmoid, Encoder, Sphere
 from ident3d.baselines.positives import AugmentedPairs, StepBatches
-
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ident3d.render.job import plan_job, render_split
-from ident3d.render.settings import resolve_settings
 from PIL import Image
 
 from ident3d.errors import LatentError, ManifestMismatchError, RenderError
 from ident3d.layout import SplitLayout
+from ident3d.render.job import plan_job, render_split
+from ident3d.render.settings import resolve_settings
 
 pytestmark = pytest.mark.blender
 TINY = resolve_settings("preview", resolution=32, samples=2)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 from conftest import write_fake_split
-from ident3d.baselines.config import load_preset
-from ident3d.baselines.train import read_log, train
 from PIL import Image
 
+from ident3d.baselines.config import load_preset
+from ident3d.baselines.train import read_log, train
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import DatasetError
 from ident3d.latents import sample_uniform

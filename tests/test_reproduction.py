@@ -1,19 +1,23 @@
 """The CPU-track report groups seeds, checks the paper's orderings, and its entries are verified."""
 
 import json
+import re
 
 from conftest import write_fake_split
-from ident3d.baselines.pixels import export_pixel_readout
-from ident3d.baselines.reproduction import add_entries, check_entries, summarize
-from ident3d.leaderboard.entries import load_entries
 from test_leaderboard import fake_result
 
+from ident3d.baselines.baseline_entries import add_entries, check_entries
+from ident3d.baselines.experiment import load_experiment
+from ident3d.baselines.pixels import export_pixel_readout
+from ident3d.baselines.reproduction import summarize
 from ident3d.evaluation import evaluate
+from ident3d.leaderboard.entries import load_entries
 
 
 def write_run(out, name, r2, mcc, hue_r2=None, positives="latent", trained=True):
     folder = out / "runs" / name
     folder.mkdir(parents=True)
+    (folder / "experiment.json").write_text(json.dumps({"group": re.sub(r"-s\d+$", "", name)}))
     v1 = fake_result(r2, mcc)
     for p in v1["per_latent"][7:]:
         p["linear_r2"] = r2 if hue_r2 is None else hue_r2
@@ -97,19 +101,32 @@ def test_anisotropic_section_matches_lambda_to_latents_and_states_the_verdict(tm
     assert "Rank correlation of the realised spread with the asked scales: snapped" in text
 
 
+PIXELS_ONLY = """entry_prefix = "Ident2026CpuTrack"
+[data.v2]
+track = "3dident-v2-64"
+[[runs]]
+name = "v2-pixels"
+data = "v2"
+preset = "pixels"
+"""
+
+
 def test_entries_are_rescored_and_verified(tmp_path):
     """The pixel read-out on a small split: both protocols become verified entries, once."""
     out = tmp_path / "out"
-    data = out / "data" / "v2-64"
+    data = out / "data" / "v2"
     write_fake_split(data, "test", n=40, size=16)
+    (tmp_path / "experiment.toml").write_text(PIXELS_ONLY)
+    experiment = load_experiment(tmp_path / "experiment.toml")
     run = out / "runs" / "v2-pixels"
     export_pixel_readout(run / "encoder.pt2", 16)
+    (run / "experiment.json").write_text(json.dumps({"group": "v2-pixels"}))
     evaluate(run / "encoder.pt2", data, name="v2-pixels", progress=False).save(run / "result.json")
     evaluate(run / "encoder.pt2", data, protocol="cl-ica-2021", name="v2-pixels",
              progress=False).save(run / "result-cl-ica-2021.json")
     entries = tmp_path / "entries"
     entries.mkdir()
-    written = add_entries(out, entries)
+    written = add_entries(experiment, out, entries)
     assert sorted(p.name for p in written) == ["Ident2026CpuTrack_v2-pixels-clica.json",
                                                "Ident2026CpuTrack_v2-pixels.json"]
     loaded = {e["id"]: e for e in load_entries(entries)}
@@ -117,9 +134,9 @@ def test_entries_are_rescored_and_verified(tmp_path):
     assert entry["status"] == "verified" and entry["model_space"] == "pixels"
     assert entry["checkpoint_sha256"] == json.loads((run / "result.json").read_text())["model"]["sha256"]
     assert loaded["Ident2026CpuTrack_v2-pixels-clica"]["protocol"] == "cl-ica-2021"
-    assert add_entries(out, entries) == []  # a second run adds nothing and overwrites nothing
+    assert add_entries(experiment, out, entries) == []  # a second run adds nothing and overwrites nothing
     # the check re-scores each checkpoint against its entry, and names what no longer matches
-    table = check_entries(out, entries)
+    table = check_entries(experiment, out, entries)
     assert table.count("| matches |") == 2 and "DIFFER" not in table
     entry_path = entries / "Ident2026CpuTrack_v2-pixels.json"
     tampered = json.loads(entry_path.read_text())
@@ -129,7 +146,9 @@ def test_entries_are_rescored_and_verified(tmp_path):
     other = json.loads(clica_path.read_text())
     other["checkpoint_sha256"] = "0" * 64  # the entry was made from another checkpoint
     clica_path.write_text(json.dumps(other))
-    lines = {line.split(" | ")[0].strip("| "): line for line in check_entries(out, entries).splitlines()}
-    assert lines["Ident2026CpuTrack_v2-pixels"].endswith("| same | 1.0e-02 | DIFFERS |")
+    lines = {line.split(" | ")[0].strip("| "): line
+             for line in check_entries(experiment, out, entries).splitlines()}
+    assert "| same | field metrics/linear_r2: the result file says" in lines["Ident2026CpuTrack_v2-pixels"]
+    assert lines["Ident2026CpuTrack_v2-pixels"].endswith("| DIFFERS |")
     assert "| DIFFERENT |" in lines["Ident2026CpuTrack_v2-pixels-clica"]
     assert lines["Ident2026CpuTrack_v2-pixels-clica"].endswith("| DIFFERS |")

@@ -9,6 +9,9 @@ import json
 import numpy as np
 import pytest
 import torch
+from scipy import special, stats
+from torch.nn import functional as F
+
 from ident3d.baselines.losses import AnInfoNCE, LpInfoNCE, VonMisesFisherInfoNCE
 from ident3d.baselines.synthetic import run as synthetic_run
 from ident3d.baselines.synthetic.processes import (
@@ -21,9 +24,6 @@ from ident3d.baselines.synthetic.processes import (
 )
 from ident3d.baselines.synthetic.report import summary, verdict
 from ident3d.baselines.synthetic.table import get_row, rows
-from scipy import special, stats
-from torch.nn import functional as F
-
 from ident3d.cli import main
 from ident3d.errors import TrainingError
 

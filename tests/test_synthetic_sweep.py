@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from ident3d.baselines.synthetic.sweep import claim, load_plan, parse_plan, sweep
 
+from ident3d.baselines.synthetic.sweep import claim, load_plan, parse_plan, sweep
 from ident3d.cli import main
 from ident3d.errors import TrainingError
 

@@ -139,10 +139,9 @@ def test_results_carry_the_track_whatever_the_package_version_and_custom_data_st
         tiny_track, tmp_path, monkeypatch):
     import shutil
 
-    from ident3d.leaderboard.entries import entry_from_result
-
     from ident3d.errors import ResultError
     from ident3d.evaluation import evaluate
+    from ident3d.leaderboard.entries import entry_from_result
 
     track, root = tiny_track
     known = {**tracks.tracks(), "tiny": track}

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 from conftest import write_fake_split
-from ident3d.baselines.config import load_preset, preset_names
-from ident3d.baselines.train import build_model, export, read_log, train
 from safetensors import safe_open
 
+from ident3d.baselines.config import load_preset, preset_names
+from ident3d.baselines.train import build_model, export, read_log, train
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
 from ident3d.evaluation import evaluate

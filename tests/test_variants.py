@@ -7,8 +7,6 @@ import sys
 import numpy as np
 import pytest
 from conftest import write_fake_split
-from ident3d.render.shapes import BUILDERS, SIZE, shape_mesh
-from ident3d.render.traverse import traversal_latents
 from scipy import stats
 
 from ident3d.captions import caption, captions
@@ -18,6 +16,8 @@ from ident3d.errors import DatasetError, LatentError
 from ident3d.latents import sample_uniform
 from ident3d.metrics import class_accuracy
 from ident3d.pairs import ContrastivePairs
+from ident3d.render.shapes import BUILDERS, SIZE, shape_mesh
+from ident3d.render.traverse import traversal_latents
 from ident3d.scene import QUANTITIES, TEAPOT_SIZE
 from ident3d.variants import VariantError, builtin_names, get_variant, variant_from_dict
 

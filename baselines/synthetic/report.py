@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
+
 from ident3d.baselines.synthetic.figures import figure_name, has_trajectory, lambda_svg
 from ident3d.baselines.synthetic.run import Budget
 from ident3d.baselines.synthetic.table import rows
-from scipy import stats
-
 from ident3d.errors import TrainingError
 from ident3d.readers import read_json
 

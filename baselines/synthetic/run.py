@@ -17,15 +17,15 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ident3d import __version__, atomic, metrics
 from ident3d.baselines.checkpoints import load_checkpoint, readable_checkpoint, save_checkpoint
 from ident3d.baselines.losses import PRECISION_MAPS, AnInfoNCE, build_loss
 from ident3d.baselines.models import MLPEncoder
 from ident3d.baselines.synthetic.processes import invertible_mlp
 from ident3d.baselines.synthetic.table import Row
-from torch import nn
-from torch.nn import functional as F
-
-from ident3d import __version__, atomic, metrics
 from ident3d.errors import TrainingError
 
 log = logging.getLogger(__name__)

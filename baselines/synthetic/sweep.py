@@ -20,7 +20,6 @@ from pathlib import Path
 
 from ident3d.baselines.synthetic.run import Budget, result_name, run
 from ident3d.baselines.synthetic.table import get_row
-
 from ident3d.errors import TrainingError
 from ident3d.readers import read_regular
 

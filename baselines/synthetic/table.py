@@ -8,10 +8,10 @@ from importlib.resources import files
 from typing import Any
 
 import numpy as np
+
 from ident3d.baselines.losses import LOSSES, NEGATIVES
 from ident3d.baselines.models import OUTPUT_SPACES
 from ident3d.baselines.synthetic.processes import Process
-
 from ident3d.errors import TrainingError
 
 KINDS = ("contrastive", "identity", "supervised")

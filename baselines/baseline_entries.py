@@ -1,0 +1,117 @@
+"""The leaderboard entries of an experiment's runs (ident3d.baselines.experiment): what each run is
+(positives, loss, space, budget, training data), its verified entries, and the check that re-scores
+every local checkpoint against its entry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ident3d.baselines.experiment import Experiment, Run
+from ident3d.baselines.reproduction import load_runs, paired_spec, training_minutes
+from ident3d.manifest import read_manifest
+
+LOSS_NAMES = {"lp": "InfoNCE, L2 (Normal)", "vmf": "InfoNCE, dot product (vMF)", "mse": "MSE to the latents",
+              "aninfonce": "AnInfoNCE (learned diagonal Lambda)",
+              "aninfonce-isotropic": "InfoNCE with one learned precision (AnInfoNCE's isotropic control)"}
+
+
+def describe(run: dict[str, Any]) -> dict[str, str]:
+    """The entry fields that say what a run is: positives, loss, model space and budget."""
+    config = run["config"]
+    if config is None:
+        return {"positives": "none", "loss": "none (linear read-out from pixels)", "model_space": "pixels",
+                "budget": "no training: each image average-pooled to 8 x 8 (baselines/pixels.py)"}
+    if config["positives"] == "anchors":
+        positives = "none (supervised)"
+    elif config["positives"] == "augment":
+        positives = "SimCLR image augmentations"
+    elif config["positives"] == "rendered":
+        spec = paired_spec(config)
+        positives = (f"{spec['conditional'].capitalize()} (scale {spec['scale']}), pairs rendered exactly "
+                     "(no snapping)")
+    else:
+        positives = f"{config['conditional'].capitalize()} (scale {config['scale']})"
+    unit = "images" if config["positives"] == "anchors" else "pairs"
+    minutes = training_minutes(run)
+    budget = (f"{config['iterations']:,} steps of {config['batch_size']} {unit} at lr {config['lr']:g}, "
+              f"seed {config['seed']}")
+    if minutes:
+        budget += f", {minutes[1]:.0f} minutes of training on 2 CPU cores"
+    return {"positives": positives, "loss": LOSS_NAMES.get(config["loss"], config["loss"]),
+            "model_space": config["space"], "budget": budget}
+
+
+def training_data(config: dict[str, Any] | None, track: str) -> str:
+    if config is None:
+        return "none"
+    if config["positives"] == "rendered":
+        n = read_manifest(Path(config["data"]) / config["train_split"] / "manifest.json")["n"]
+        return (f"{n // 2:,} exactly rendered positive pairs at the render settings of {track} "
+                "(ident3d render --pairs; baselines/cpu_track.toml)")
+    return f"the train split of {track} (ident3d render --track)"
+
+
+def add_entries(experiment: Experiment, out: Path, entries: Path) -> list[Path]:
+    """Re-score every finished run's encoder under both protocols (the leaderboard's own re-scoring)
+    and write a verified entry for each that has none yet."""
+    from ident3d.leaderboard.entries import entry_from_result, rescore, write_entry
+
+    written = []
+    finished = load_runs(out)
+    for spec in experiment.runs:
+        run = finished.get(spec.folder)
+        if run is None:
+            continue
+        about = describe(run)
+        data = experiment.data_root(out, spec.data)
+        track = run["v1"]["dataset"].get("track", "custom data")
+        for key, suffix in (("v1", ""), ("clica", "-clica")):
+            entry_id = f"{experiment.entry_prefix}_{spec.folder}{suffix}"
+            if (entries / f"{entry_id}.json").exists():
+                continue
+            result = rescore(run[key], run["folder"] / "encoder.pt2", data)
+            entry = entry_from_result(
+                result, entry_id, status="verified", name=f"{spec.folder} (CPU-track baseline)",
+                authors=["ident3d maintainers"], training_data=training_data(run["config"], track),
+                positives=about["positives"], loss=about["loss"], model_space=about["model_space"],
+                footnote=f"{about['budget']}; reproduce: {reproduce_command(experiment, spec)}",
+                seed_group=spec.group)
+            written.append(write_entry(entry, entries))
+    return written
+
+
+def reproduce_command(experiment: Experiment, run: Run) -> str:
+    return f"python -m ident3d.baselines.experiment {experiment.source.as_posix()} OUT --runs {run.folder}"
+
+
+def check_entries(experiment: Experiment, out: Path, entries: Path) -> str:
+    """Re-score every local checkpoint against its entry with the leaderboard's own re-scoring: the
+    file's sha256, and every metric (means and per latent) within its tolerance."""
+    from ident3d.atomic import sha256_file
+    from ident3d.errors import ResultError
+    from ident3d.leaderboard.entries import rescore
+
+    lines = ["| entry | checkpoint sha256 | re-scored | verdict |", "|---|---|---|---|"]
+    for spec in experiment.runs:
+        checkpoint = Path(out) / "runs" / spec.folder / "encoder.pt2"
+        if not checkpoint.exists():
+            continue
+        for suffix in ("", "-clica"):
+            entry_id = f"{experiment.entry_prefix}_{spec.folder}{suffix}"
+            path = entries / f"{entry_id}.json"
+            if not path.exists():
+                lines.append(f"| {entry_id} | – | – | no entry (add it with --add-entries) |")
+                continue
+            entry = json.loads(path.read_text())
+            same_file = sha256_file(checkpoint) == entry["checkpoint_sha256"]
+            try:
+                shown = {**entry["result"], "metrics": entry["metrics"]}  # what the table shows
+                rescore(shown, checkpoint, experiment.data_root(out, spec.data))
+                scored = "every metric matches"
+            except ResultError as error:
+                scored = str(error).split(". Fix:")[0]
+            verdict = "matches" if same_file and scored == "every metric matches" else "DIFFERS"
+            lines.append(f"| {entry_id} | {'same' if same_file else 'DIFFERENT'} | {scored} | {verdict} |")
+    return "\n".join(lines)

@@ -1,0 +1,225 @@
+"""Experiments as data: run every baseline of an experiment file, resumably, and score it.
+
+    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT               # everything
+    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --runs v2-supervised v2-pixels
+    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --add-entries  # verified entries
+    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --check        # re-score them
+
+An experiment file (``baselines/cpu_track.toml`` documents the format) names its data sets (a track,
+exactly rendered pairs, or a custom render), its budgets, and its runs: a preset on a data set at a
+budget, with ``--set`` overrides and seeds. The driver renders and packs the data
+(``ident3d render``, ``ident3d pack``), trains each run (``ident3d train``, resumed from its checkpoint
+after an interruption), exports the pixel read-out for ``preset = "pixels"``, scores every encoder
+under both protocols (``ident3d evaluate``) and writes ``OUT/REPRODUCTION.md`` (the report of
+``ident3d.baselines.reproduction``). Every step is skipped when its output exists. Each run folder holds
+``experiment.json``: its name, seed group, data, preset and seed, which the report reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ident3d import atomic
+from ident3d.cli import main as ident3d
+from ident3d.errors import Ident3dError
+from ident3d.layout import SplitLayout
+
+PROTOCOL_RESULTS = {"cl-ica-2021": "result-cl-ica-2021.json", "ident3d-eval-v1": "result.json"}
+RUN_RECORD = "experiment.json"
+
+
+class ExperimentError(Ident3dError):
+    """An experiment file that cannot be run, with the key named."""
+
+
+@dataclass(frozen=True)
+class Run:
+    folder: str  # NAME or NAME-sSEED: the run folder under OUT/runs and the entry id's suffix
+    group: str  # the [[runs]] name: seeds of one run form one group
+    data: str
+    preset: str
+    seed: int
+    budget: dict[str, Any] = field(default_factory=dict)
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    source: Path
+    entry_prefix: str
+    checkpoint_every: int
+    data: dict[str, dict[str, Any]]
+    runs: tuple[Run, ...]
+
+    def data_root(self, out: Path, name: str) -> Path:
+        return Path(out) / "data" / name
+
+
+def load_experiment(path: Path) -> Experiment:
+    """Parse and check an experiment file; every problem names the key and the fix."""
+    try:
+        document = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ExperimentError(f"{path}: not a readable TOML file ({error}). Fix: see "
+                              "baselines/cpu_track.toml.") from None
+    data, budgets = document.get("data", {}), document.get("budgets", {})
+    for name, spec in data.items():
+        kinds = [k for k in ("track", "pairs", "render") if k in spec]
+        if len(kinds) != 1:
+            raise ExperimentError(f"{path}: data.{name} needs exactly one of track, pairs, render (has "
+                                  f"{kinds or 'none'}). Fix: give one.")
+        if "test" in spec and spec["test"] not in data:
+            raise ExperimentError(f"{path}: data.{name}.test = {spec['test']!r} is no data set. Fix: name "
+                                  f"one of {', '.join(data)}.")
+    runs = []
+    for i, spec in enumerate(document.get("runs", [])):
+        where = f"{path}: runs[{i}] ({spec.get('name', 'no name')})"
+        unknown = set(spec) - {"name", "data", "preset", "budget", "seed", "seeds", "set"}
+        if unknown or not {"name", "data", "preset"} <= set(spec):
+            raise ExperimentError(f"{where}: needs name, data and preset; unknown keys {sorted(unknown)}. "
+                                  "Fix: see baselines/cpu_track.toml.")
+        if spec["data"] not in data:
+            raise ExperimentError(f"{where}: data {spec['data']!r} is not defined. Fix: add "
+                                  f"[data.{spec['data']}].")
+        budget = {}
+        if spec["preset"] != "pixels":
+            if spec.get("budget") not in budgets:
+                raise ExperimentError(f"{where}: budget {spec.get('budget')!r} is not one of "
+                                      f"{', '.join(budgets)}. Fix: name one.")
+            budget = budgets[spec["budget"]]
+        seeds = spec.get("seeds")
+        for seed in seeds if seeds is not None else [spec.get("seed", 0)]:
+            folder = f"{spec['name']}-s{seed}" if seeds is not None else spec["name"]
+            runs.append(Run(folder, spec["name"], spec["data"], spec["preset"], int(seed), dict(budget),
+                            dict(spec.get("set", {}))))
+    folders = [r.folder for r in runs]
+    if len(set(folders)) != len(folders):
+        raise ExperimentError(f"{path}: two runs share a folder name. Fix: give each [[runs]] its own name.")
+    return Experiment(Path(path), document.get("entry_prefix", "Experiment"),
+                      int(document.get("checkpoint_every", 200)), data, tuple(runs))
+
+
+def _quiet(*argv: str) -> None:
+    code = ident3d(["-q", *argv])
+    if code:
+        raise ExperimentError(f"`ident3d {' '.join(argv)}` failed (exit {code}); see its error above.")
+
+
+def prepare_data(experiment: Experiment, out: Path, name: str, workers: int) -> Path:
+    """Render (or resume rendering) and pack the data set ``name``; return its root."""
+    spec, root = experiment.data[name], experiment.data_root(out, name)
+    if "track" in spec:
+        splits = [(split, ["--track", spec["track"]]) for split in ("test", "train")]
+    elif "pairs" in spec:
+        p = spec["pairs"]
+        splits = [("train", ["--pairs", "--n", str(p["n"]), "--seed", str(p["seed"]),
+                             "--scale", ",".join(str(s) for s in p["scale"]), "--variant", p["variant"],
+                             "--preset", p["preset"], "--resolution", str(p["resolution"])])]
+    else:
+        r = spec["render"]
+        common = ["--variant", r.get("variant", "v2"), "--preset", r.get("preset", "preview"),
+                  "--resolution", str(r["resolution"])]
+        common += ["--samples", str(r["samples"])] if "samples" in r else []
+        splits = [(split, ["--n", str(r[f"n_{split}"]), "--seed", str(r[f"seed_{split}"]), *common])
+                  for split in ("test", "train")]
+    for split, flags in splits:
+        _quiet("render", "--data", str(root), "--split", split, "--workers", str(workers), *flags)
+        if not SplitLayout(root, split).packed.exists():
+            _quiet("pack", "--data", str(root), "--split", split)
+    if "test" in spec and not (root / "test").exists():  # scored on another data set's test split
+        os.symlink((experiment.data_root(out, spec["test"]) / "test").resolve(), root / "test")
+    return root
+
+
+def resolution(root: Path) -> int:
+    from ident3d.datasets import ThreeDIdent
+
+    return ThreeDIdent(root, "test").resolution
+
+
+def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
+    """Train (or resume) ``run``, export it, score it under both protocols; return its folder."""
+    folder, data = Path(out) / "runs" / run.folder, experiment.data_root(out, run.data)
+    encoder = folder / "encoder.pt2"
+    if run.preset == "pixels":
+        if not encoder.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            from ident3d.baselines.pixels import export_pixel_readout
+
+            export_pixel_readout(encoder, resolution(data))
+    elif not encoder.exists():
+        budget = run.budget
+        flags = ["--iterations", str(budget["steps"]), "--batch-size", str(budget["batch_size"]),
+                 "--lr", str(budget["lr"]), "--seed", str(run.seed), "--device", device,
+                 "--set", f"checkpoint_every={experiment.checkpoint_every}"]
+        for key, value in run.overrides.items():  # `ident3d train --set` reads TOML values; JSON's are TOML
+            flags += ["--set", f"{key}={json.dumps(value)}"]
+        if (folder / "config.json").exists():
+            flags.append("--resume")
+        _quiet("train", "--data", str(data), "--preset", run.preset, "--out", str(folder), *flags)
+    for protocol, file in PROTOCOL_RESULTS.items():
+        if not (folder / file).exists():
+            _quiet("evaluate", "--data", str(data), "--model", str(encoder), "--protocol", protocol,
+                   "--name", run.folder, "--out", str(folder / file))
+    atomic.write_json(folder / RUN_RECORD, asdict(run))  # last: `ident3d train` wants a fresh folder
+    return folder
+
+
+def run_experiment(experiment: Experiment, out: Path, only: list[str] | None = None, device: str = "cpu",
+                   workers: int = 2) -> list[Path]:
+    """Every run (or those whose name or folder is in ``only``), data first; return the run folders."""
+    runs = [r for r in experiment.runs if not only or r.group in only or r.folder in only]
+    missing = set(only or ()) - {r.group for r in runs} - {r.folder for r in runs}
+    if missing:
+        raise ExperimentError(f"{experiment.source}: no run named {sorted(missing)[0]!r}. Fix: name one of "
+                              f"{', '.join(dict.fromkeys(r.group for r in experiment.runs))}.")
+    needed = dict.fromkeys(name for r in runs
+                           for name in (experiment.data[r.data].get("test"), r.data) if name)
+    for name in needed:
+        prepare_data(experiment, out, name, workers)
+    return [run_one(experiment, run, out, device) for run in runs]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("experiment", type=Path, help="the experiment file (baselines/cpu_track.toml)")
+    parser.add_argument("out", type=Path, help="folder for the data, the runs and REPRODUCTION.md")
+    parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs (names or folders)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (the budgets stay; the numbers "
+                                                        "then are not the entries')")
+    parser.add_argument("--workers", type=int, default=2, help="render processes")
+    parser.add_argument("--add-entries", action="store_true",
+                        help="re-score every finished run and write its verified leaderboard entries")
+    parser.add_argument("--check", action="store_true", help="re-score every local checkpoint against its "
+                                                             "entry and print a table")
+    parser.add_argument("--entries", type=Path, default=Path("leaderboard/entries"), help="entry folder")
+    args = parser.parse_args(argv)
+    from ident3d.baselines.baseline_entries import add_entries, check_entries
+    from ident3d.baselines.reproduction import summarize
+
+    try:
+        experiment = load_experiment(args.experiment)
+        if args.check:
+            print(check_entries(experiment, args.out, args.entries))
+            return 0
+        run_experiment(experiment, args.out, args.runs, args.device, args.workers)
+        report = summarize(args.out)
+        atomic.write_bytes(args.out / "REPRODUCTION.md", report.encode())
+        print(report)
+        if args.add_entries:
+            for path in add_entries(experiment, args.out, args.entries):
+                print(path)
+    except Ident3dError as error:
+        print(f"error: {error}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""The experiment driver (ident3d.baselines.experiment) on a tiny real experiment: renders its data,
+trains two seeds and the pixel read-out, scores each under both protocols, writes the report and
+verified entries, resumes without redoing anything, and the shipped CPU-track file parses to the runs
+and entry ids the committed entries have."""
+
+import json
+
+import pytest
+
+from ident3d.baselines.baseline_entries import add_entries, check_entries
+from ident3d.baselines.experiment import ExperimentError, load_experiment, main
+from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+
+TINY = """entry_prefix = "Test2026Tiny"
+checkpoint_every = 10
+
+[budgets]
+tiny = { steps = 2, batch_size = 8, lr = 1e-3 }
+
+[data.small]
+render = { n_train = 24, n_test = 24, seed_train = 0, seed_test = 1, resolution = 32, samples = 1 }
+
+[[runs]]
+name = "small-smoke"
+data = "small"
+preset = "smoke"
+budget = "tiny"
+seeds = [0, 1]
+
+[[runs]]
+name = "small-pixels"
+data = "small"
+preset = "pixels"
+"""
+
+
+@pytest.mark.blender
+@pytest.mark.slow
+def test_a_tiny_experiment_runs_scores_reports_and_resumes(tmp_path, capsys):
+    (tmp_path / "tiny.toml").write_text(TINY)
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "tiny.toml"), str(out)]) == 0
+    folders = sorted(p.name for p in (out / "runs").iterdir())
+    assert folders == ["small-pixels", "small-smoke-s0", "small-smoke-s1"]
+    for folder in folders:
+        assert {"encoder.pt2", "result.json", "result-cl-ica-2021.json", "experiment.json"} <= {
+            p.name for p in (out / "runs" / folder).iterdir()}
+    assert json.loads((out / "runs/small-smoke-s1/config.json").read_text())["seed"] == 1
+    report = (out / "REPRODUCTION.md").read_text()
+    assert "| small-smoke | 2 |" in report and "| small-pixels | 1 |" in report
+    stamps = {f: (out / "runs" / f / "encoder.pt2").stat().st_mtime_ns for f in folders}
+    assert main([str(tmp_path / "tiny.toml"), str(out), "--runs", "small-smoke"]) == 0  # resumes: no-op
+    assert stamps == {f: (out / "runs" / f / "encoder.pt2").stat().st_mtime_ns for f in folders}
+    experiment = load_experiment(tmp_path / "tiny.toml")
+    entries = tmp_path / "entries"
+    entries.mkdir()
+    written = add_entries(experiment, out, entries)
+    assert len(written) == 6
+    loaded = {e["id"]: e for e in load_entries(entries)}
+    assert {e["seed_group"] for e in loaded.values()} == {"small-smoke", "small-pixels"}
+    assert "--runs small-smoke-s1" in loaded["Test2026Tiny_small-smoke-s1"]["footnote"]
+    assert check_entries(experiment, out, entries).count("| matches |") == 6
+    capsys.readouterr()
+    assert main([str(tmp_path / "tiny.toml"), str(out), "--runs", "nope"]) == 1
+    assert "no run named 'nope'" in capsys.readouterr().out
+
+
+def test_the_cpu_track_file_names_the_committed_entries():
+    experiment = load_experiment("baselines/cpu_track.toml")
+    folders = {run.folder for run in experiment.runs}
+    committed = {e["id"].removeprefix("Ident2026CpuTrack_").removesuffix("-clica")
+                 for e in load_entries(ENTRIES_DIR) if e["id"].startswith("Ident2026CpuTrack_")}
+    assert folders == committed
+    groups = {run.folder: run.group for run in experiment.runs}
+    for entry in load_entries(ENTRIES_DIR):
+        if entry["id"].startswith("Ident2026CpuTrack_") and entry.get("seed_group"):
+            folder = entry["id"].removeprefix("Ident2026CpuTrack_").removesuffix("-clica")
+            assert groups[folder] == entry["seed_group"]
+
+
+def test_a_broken_experiment_file_is_refused_with_the_key_named(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(TINY.replace('budget = "tiny"', 'budget = "huge"'))
+    with pytest.raises(ExperimentError, match=r"runs\[0\] \(small-smoke\): budget 'huge' is not one of tiny"):
+        load_experiment(bad)
+    bad.write_text(TINY.replace("[data.small]\nrender", "[data.small]\ntrack = 'x'\nrender"))
+    with pytest.raises(ExperimentError, match="data.small needs exactly one of track, pairs, render"):
+        load_experiment(bad)
