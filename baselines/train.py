@@ -44,12 +44,13 @@ from ident3d.baselines.config import TrainConfig, from_json, resume_differences
 from ident3d.baselines.losses import build_loss
 from ident3d.baselines.models import ARCH, Encoder
 from ident3d.baselines.positives import StepBatches, pair_source
-from ident3d.batching import PairLoader, collate_views
+from ident3d.batching import collate_views
 from ident3d.datasets import ThreeDIdent
+from ident3d.devices import resolve_device
 from ident3d.errors import TrainingError
-from ident3d.evaluation import encode, evaluate, torch_device
+from ident3d.evaluation import encode, evaluate
 from ident3d.layout import SplitLayout
-from ident3d.pairs import PairDataset
+from ident3d.pairs import PairDataset, PairLoader
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +214,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
         if diff:
             raise TrainingError(f"--resume {out}: the saved run used other settings ({'; '.join(diff)}). "
                                 "Fix: repeat the original settings, or start a new --out.")
-    device = torch_device(None if config.device == "auto" else config.device)
+    device = resolve_device(config.device)
     train_set = ThreeDIdent(config.data, config.train_split)
     data_identity = splits_identity(config)
     has_eval = SplitLayout(Path(config.data), config.eval_split).raw_latents.exists()

@@ -22,12 +22,12 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
-from ident3d.batching import PairLoader, image_batch
+from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.extras import require
 from ident3d.latents import sample_conditional
 from ident3d.packing import pack_split
-from ident3d.pairs import ContrastivePairs, build_index
+from ident3d.pairs import ContrastivePairs, PairLoader, build_index
 from ident3d.synthetic import write_synthetic_split
 
 BATCH = 256

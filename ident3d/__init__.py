@@ -23,7 +23,7 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 # Every part loads on first use: `from ident3d import ThreeDIdent` imports torch, FAISS and so on.
 LAZY = {"ThreeDIdent": "ident3d.datasets", "ContrastivePairs": "ident3d.pairs",
-        "RenderedPairs": "ident3d.pairs", "PairLoader": "ident3d.batching",
+        "RenderedPairs": "ident3d.pairs", "PairLoader": "ident3d.pairs",
         "evaluate": "ident3d.evaluation", "get_track": "ident3d.tracks",
         "sample_conditional": "ident3d.latents", "sample_uniform": "ident3d.latents",
         "SceneParams": "ident3d.scene", "FACTOR_NAMES": "ident3d.variants", "FACTORS": "ident3d.variants",

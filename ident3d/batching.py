@@ -15,12 +15,12 @@ the largest single cost of a 224 px float batch (docs/facts.md, "Loader speed").
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, default_collate, get_worker_info
+from torch.utils.data import default_collate, get_worker_info
 
 
 def empty_batch(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -81,61 +81,13 @@ def _stacked_view(column: Sequence[Any]) -> torch.Tensor | None:
     return first.as_strided((len(column), *first.shape), (step, *first.stride()), first.storage_offset())
 
 
-class PairLoader:
-    """Batches ``[x, x_pos, z, z_pos]`` of a ``PairDataset``, equal batch for batch to
-    ``DataLoader(pairs, ..., collate_fn=collate_views)`` but faster with workers.
+def __getattr__(name: str) -> Any:
+    if name == "PairLoader":  # moved next to the pairs it loads
+        import warnings
 
-    Workers only draw the pairs (the seeded per-item streams and the FAISS searches, the costly
-    part); the main process gathers the images of a packed split in one pass per batch. Images
-    made in a worker would have to be written into fresh shared memory, which on this project's
-    machine costs more than drawing and reading them (``python -m benchmarks.loader``). With a
-    transform, or over PNG files, the images are made in the workers as in a plain DataLoader.
-    Keyword arguments go to the DataLoader (``batch_size``, ``batch_sampler``, ``num_workers``,
-    ``prefetch_factor``, ``persistent_workers``, ...); ``pin_memory`` pins the finished batch.
-    """
+        from ident3d.pairs import PairLoader
 
-    def __init__(self, pairs: Any, pin_memory: bool = False, **dataloader_kwargs: Any) -> None:
-        self.pairs, self.pin_memory = pairs, pin_memory
-        self.gather_here = pairs.transform is None and pairs.dataset.is_packed
-        if self.gather_here:
-            self.loader = DataLoader(_Draws(pairs), collate_fn=_index_batch, **dataloader_kwargs)
-        else:
-            self.loader = DataLoader(pairs, collate_fn=collate_views, pin_memory=pin_memory,
-                                     **dataloader_kwargs)
-
-    def __len__(self) -> int:
-        return len(self.loader)
-
-    def __iter__(self) -> Iterator[list[torch.Tensor]]:
-        if not self.gather_here:
-            yield from self.loader
-            return
-        latents = self.pairs.dataset.latents
-        for anchor, positive in self.loader:
-            images = image_batch(self.pairs.dataset, np.concatenate([anchor, positive]), self.pairs.uint8)
-            b = len(anchor)
-            batch = [images[:b], images[b:], torch.from_numpy(latents[anchor]),
-                     torch.from_numpy(latents[positive])]
-            yield [t.pin_memory() for t in batch] if self.pin_memory else batch
-
-
-class _Draws(Dataset):
-    """A PairDataset's items as ``(anchor, positive)`` image indices only."""
-
-    def __init__(self, pairs: Any) -> None:
-        self.pairs = pairs
-
-    def __len__(self) -> int:
-        return len(self.pairs)
-
-    def __getitems__(self, items: list[int]) -> list[tuple[int, int]]:
-        anchor, positive = self.pairs.sample_indices(np.asarray(items))
-        return list(zip(anchor.tolist(), positive.tolist(), strict=True))
-
-    def __getitem__(self, item: int) -> tuple[int, int]:
-        return self.__getitems__([item])[0]
-
-
-def _index_batch(items: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    indices = np.asarray(items, dtype=np.int64).reshape(-1, 2)
-    return indices[:, 0], indices[:, 1]
+        warnings.warn("ident3d.batching.PairLoader moved: import it from ident3d.pairs", DeprecationWarning,
+                      stacklevel=2)
+        return PairLoader
+    raise AttributeError(f"module 'ident3d.batching' has no attribute {name!r}")

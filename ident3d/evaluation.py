@@ -27,7 +27,8 @@ from ident3d import metrics
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent, manifest_summary
 from ident3d.dci import dci
-from ident3d.errors import DatasetError, DeviceError, SubmissionError
+from ident3d.devices import resolve_device
+from ident3d.errors import DatasetError, SubmissionError
 from ident3d.extrapolation import readout_extrapolation
 from ident3d.inference import Runner
 from ident3d.protocols import COMPANIONS, get_protocol
@@ -165,21 +166,6 @@ def block_scores(manifest: dict[str, Any] | None, per_latent: list[dict[str, Any
     return out
 
 
-def torch_device(requested: str | None) -> torch.device:
-    """``requested`` (default: CUDA when available) or a DeviceError that names the fix."""
-    try:
-        dev = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
-    except RuntimeError:
-        raise DeviceError(f"--device {requested!r} is not a torch device. Fix: use cpu or cuda."
-                          ) from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise DeviceError("a GPU was asked for (--device gpu, cuda or cuda:N) but torch sees no CUDA GPU. "
-                          "Fix: run on a GPU machine, or pass --device cpu.")
-    if dev.type not in ("cpu", "cuda"):
-        raise DeviceError(f"--device {requested}: only cpu and cuda are supported. Fix: use one.")
-    return dev
-
-
 def _versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {"python": platform.python_version()}
     for dist in ("ident3d", "torch", "numpy", "scipy", "faiss-cpu", "safetensors"):
@@ -207,7 +193,7 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
     if len(dataset) < 4:
         raise DatasetError(f"{dataset.layout.folder}: {len(dataset)} images; scoring needs at least 4 "
                            "(half to fit the read-outs, half to score). Fix: use the whole test split.")
-    dev = torch_device(device)
+    dev = resolve_device(device)
     if isinstance(submission, torch.nn.Module):
         sub = module_submission(submission)
     elif isinstance(submission, Submission):

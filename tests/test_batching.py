@@ -8,10 +8,10 @@ from conftest import write_fake_split
 from torch.utils.data import DataLoader, default_collate
 from torchvision.transforms import ToTensor, v2
 
-from ident3d.batching import PairLoader, collate_views, image_batch
+from ident3d.batching import collate_views, image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.packing import pack_split
-from ident3d.pairs import ContrastivePairs
+from ident3d.pairs import ContrastivePairs, PairLoader
 
 
 @pytest.fixture
@@ -96,3 +96,11 @@ def test_a_png_of_another_size_is_named_with_the_fix(splits):
     Image.new("RGB", (20, 16)).save(png.image_path(7))
     with pytest.raises(DatasetError, match=r"7\.png: 20 x 16 px, the split's images are 16 x 16.*Fix"):
         image_batch(png, np.array([0, 7]))
+
+
+def test_the_old_pair_loader_path_warns_and_gives_the_same_class():
+    import ident3d.batching
+    import ident3d.pairs
+
+    with pytest.warns(DeprecationWarning, match="import it from ident3d.pairs"):
+        assert ident3d.batching.PairLoader is ident3d.pairs.PairLoader

@@ -148,7 +148,7 @@ def test_top_level_exports_and_negative_indices(tmp_path):
     with pytest.raises(IndexError):
         ds.load_array(-10)
     assert ident3d.ContrastivePairs.__name__ == "ContrastivePairs" and callable(ident3d.evaluate)
-    assert ident3d.PairLoader.__module__ == "ident3d.batching"
+    assert ident3d.PairLoader.__module__ == "ident3d.pairs"
     assert ident3d.RenderedPairs.__name__ == "RenderedPairs"
     with pytest.raises(AttributeError):
         ident3d.NoSuchThing  # noqa: B018

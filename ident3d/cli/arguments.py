@@ -24,7 +24,7 @@ def _number(kind: type, text: str, acceptable: Callable[[float], bool], wanted: 
 
 # --device has one spelling in every verb: cpu or gpu (cuda is accepted as gpu, and cuda:N where
 # torch runs); these types turn it into what Blender or torch calls the device.
-def torch_device(text: str) -> str:
+def device_name(text: str) -> str:
     if text in ("auto", "cpu", "cuda", "mps") or (text.startswith("cuda:") and text[5:].isdigit()):
         return text
     if text == "gpu":

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import check_output_file, positive_float, positive_int, split_name, torch_device
+from ident3d.cli.arguments import check_output_file, device_name, positive_float, positive_int, split_name
 from ident3d.protocols import REGISTRY
 from ident3d.sandbox.limits import Limits, SandboxLimits
 
@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="evaluation protocol: " + "; ".join(f"{proto.name} {proto.version}: {proto.summary}"
                                                           for proto in REGISTRY.values()))
     p.add_argument("--split", type=split_name, default="test", help="split folder to score on")
-    p.add_argument("--device", type=torch_device,
+    p.add_argument("--device", type=device_name,
                    help="gpu, cpu, cuda:N (default: the GPU when there is one)")
     p.add_argument("--batch-size", type=positive_int, default=256, help="images per forward pass")
     p.add_argument("--out", type=Path, required=True, help="result JSON to write")

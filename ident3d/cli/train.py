@@ -6,10 +6,10 @@ from pathlib import Path
 from ident3d.baselines import presets
 from ident3d.cli.arguments import (
     check_output_folder,
+    device_name,
     nonnegative_int,
     positive_float,
     positive_int,
-    torch_device,
 )
 
 HELP = "train a baseline encoder (ResNet18, the paper's losses) from a preset; exports and scores it"
@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="one setting on top of --config, e.g. --set tau=0.5 --set scale=[0.1,0.2]; "
                         "repeatable; any field of TrainConfig in baselines/config.py")
     p.add_argument("--out", type=Path, required=True, help="run folder (checkpoints, logs, exports)")
-    p.add_argument("--device", type=torch_device, choices=["auto", "cpu", "cuda"], metavar="{cpu,gpu,auto}",
+    p.add_argument("--device", type=device_name, choices=["auto", "cpu", "cuda"], metavar="{cpu,gpu,auto}",
                    help="gpu (= cuda), cpu, or auto; default: the preset's")
     p.add_argument("--iterations", type=positive_int, help="default: the preset's")
     p.add_argument("--batch-size", type=positive_int, help="default: the preset's")
