@@ -35,7 +35,9 @@ def page_row(row: Entry) -> dict:
 
 def page_data(entries: list[Entry]) -> dict:
     tables = ranked_tables(entries)
-    rows = [page_row(row) for table in tables.values() for row in table]
+    # the rank is computed here, by leaderboard/ranking.py's rule, and never again in the page
+    rows = [{**page_row(row), "rank": rank} for table in tables.values()
+            for rank, row in enumerate(table, start=1)]
     known = {t.id: {"title": t.title, "description": t.description} for t in tracks().values()}
     return {"entries": rows, "factors": list(FACTOR_NAMES),
             "tables": [[track, protocol, len(rows)] for (track, protocol), rows in tables.items()],

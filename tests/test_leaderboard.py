@@ -519,3 +519,15 @@ def test_compare_shows_the_rows_around_and_per_latent_differences(tmp_path):
                               "--entries", str(entries), "--track", "3dident-v2-64"],
                              capture_output=True, text=True)
     assert refused.returncode == 1 and "cannot enter the table of 3dident-v2-64@1" in refused.stderr
+
+
+def test_the_page_gets_its_ranks_from_the_python_rule():
+    from ident3d.leaderboard.ranking import ranked_tables
+    from ident3d.leaderboard.site import page_data
+
+    entries = load_entries(ENTRIES_DIR)
+    rows = page_data(entries)["entries"]
+    shown = {(row["dataset"], row["protocol"], row["id"]): row["rank"] for row in rows}
+    for (track, protocol), table in ranked_tables(entries).items():
+        assert [shown[(track, protocol, row["id"])] for row in table] == list(range(1, len(table) + 1))
+    assert "rankKey" not in (Path(__file__).resolve().parents[1] / "leaderboard/page.html").read_text()
