@@ -34,8 +34,8 @@ LADDER = np.array([0.02, 0.05, 0.1, 0.2, 0.5] * 2)
 TRACK = "3dident-v2-64"
 
 
-def spread(data: ThreeDIdent, scale: float | np.ndarray, legacy: bool = False) -> np.ndarray:
-    return ContrastivePairs(data, scale=scale, legacy=legacy, seed=0).effective_conditional(PAIRS)
+def spread(data: ThreeDIdent, scale: float | np.ndarray, anchor: str = "snapped") -> np.ndarray:
+    return ContrastivePairs(data, scale=scale, anchor=anchor, seed=0).effective_conditional(PAIRS)
 
 
 def measure(scratch: Path) -> dict[int, dict[str, np.ndarray]]:
@@ -47,7 +47,7 @@ def measure(scratch: Path) -> dict[int, dict[str, np.ndarray]]:
         train = get_track(TRACK).splits["train"]
         if n == train.n and data.manifest["raw_latents_sha256"] != train.latents_sha256:
             raise SystemExit(f"error: the {n:,} latents drawn here are not {TRACK}'s training latents")
-        out[n] = {"0.1": spread(data, 0.1), "legacy 0.1": spread(data, 0.1, legacy=True),
+        out[n] = {"0.1": spread(data, 0.1), "pre-snap 0.1": spread(data, 0.1, anchor="pre-snap"),
                   "mixed": spread(data, MIXED), "ladder": spread(data, LADDER)}
     return out
 
@@ -56,13 +56,14 @@ def table(measured: dict[int, dict[str, np.ndarray]]) -> str:
     def mean_of(values: np.ndarray) -> str:
         return f"{values.mean():.2f}"
 
-    lines = ["| rendered latents | asked 0.1 for every latent | the original's positives (`legacy=True`), "
-             "0.1 | asked 0.02 (five latents) / 0.3 (five) | asked 0.02, 0.05, 0.1, 0.2, 0.5 (twice) |",
+    lines = ["| rendered latents | asked 0.1 for every latent | the original's positives "
+             '(`anchor="pre-snap"`), 0.1 | asked 0.02 (five latents) / 0.3 (five) '
+             "| asked 0.02, 0.05, 0.1, 0.2, 0.5 (twice) |",
              "|---:|---:|---:|---:|---:|"]
     for n, s in measured.items():
         mixed = f"{s['mixed'][:5].mean():.2f} / {s['mixed'][5:].mean():.2f}"
         ladder = ", ".join(f"{s['ladder'][[j, j + 5]].mean():.2f}" for j in range(5))
-        lines.append(f"| {n:,} | {mean_of(s['0.1'])} | {mean_of(s['legacy 0.1'])} | {mixed} | {ladder} |")
+        lines.append(f"| {n:,} | {mean_of(s['0.1'])} | {mean_of(s['pre-snap 0.1'])} | {mixed} | {ladder} |")
     return "\n".join(lines)
 
 

@@ -4,10 +4,10 @@ pairs rendered exactly (``RenderedPairs``).
 Zimmermann et al. (ICML 2021), section 6: an anchor latent is drawn uniformly, a positive from a
 conditional around it, and both are replaced by their nearest neighbours among the rendered
 latents (FAISS, L2 on raw latents). Here the positive is drawn around the *returned* anchor, which
-narrows the realised spread; ``legacy=True`` draws it around the pre-snap anchor as the original
-did. Either way snapping widens it: in 10 dimensions the nearest rendered latent is far away, so
+narrows the realised spread; ``anchor="pre-snap"`` draws it around the anchor before snapping, as
+the original did. Either way snapping widens it: in 10 dimensions the nearest rendered latent is far away, so
 with 0.1 asked the realised per-latent std of ``z_pos - z`` is about 0.29 at 3,000 rendered latents,
-0.25 at 20,000 and 0.21 at 100,000 (legacy: 0.40, 0.33, 0.29), and asked scales below about 0.1 all
+0.25 at 20,000 and 0.21 at 100,000 (pre-snap: 0.40, 0.33, 0.29), and asked scales below about 0.1 all
 come out alike (docs/facts.md, "Positive pairs"; ``effective_conditional`` measures it). A paired
 split rendered with ``ident3d render --pairs`` draws each positive from the asked conditional
 truncated to the latent range (so only wide scales come out narrower).
@@ -29,6 +29,7 @@ from ident3d.extras import require
 from ident3d.latents import broadcast_scale, conditional_distribution, conditional_from_uniform
 
 INDEX_KINDS = ("flat", "ivf")
+ANCHORS = ("snapped", "pre-snap")  # the positive is drawn around the snapped anchor, or before snapping
 # The original used nprobe 10; measured recall@1 against flat at 50,000 latents is 0.949 there and
 # 0.982 with these values (0.988 at 250,000), for about 1.5x the search time.
 IVF_PARAMETERS = "nprobe=16,quantizer_efSearch=32"
@@ -145,16 +146,25 @@ class ContrastivePairs(PairDataset):
 
     def __init__(self, dataset: ThreeDIdent, conditional: str = "normal",
                  scale: float | np.ndarray = 0.1, beta: float | None = None, index: str = "flat",
-                 epoch_length: int | None = None, seed: int = 0, legacy: bool = False,
+                 epoch_length: int | None = None, seed: int = 0, anchor: str = "snapped",
                  transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                 uint8: bool = False) -> None:
+                 uint8: bool = False, legacy: bool | None = None) -> None:
+        if legacy is not None:  # the old name of anchor="pre-snap"
+            import warnings
+
+            warnings.warn('ContrastivePairs(legacy=...) is deprecated: pass anchor="pre-snap" (the '
+                          "original's positives) or anchor=\"snapped\"", DeprecationWarning, stacklevel=2)
+            anchor = "pre-snap" if legacy else "snapped"
+        if anchor not in ANCHORS:
+            raise DatasetError(f"anchor={anchor!r}; expected one of {', '.join(ANCHORS)}: where the positive "
+                               "is drawn around")
         conditional_distribution(conditional, beta)  # validate now, not in a worker
         self.scale = broadcast_scale(scale, dataset.latents.shape[1])
         if index not in INDEX_KINDS:
             raise DatasetError(f"unknown index {index!r}; expected one of {', '.join(INDEX_KINDS)}")
         self.dataset, self.conditional, self.beta, self.uint8 = dataset, conditional, beta, uint8
         self._check_transform(transform)
-        self.index_kind, self.seed, self.legacy = index, seed, legacy
+        self.index_kind, self.seed, self.anchor = index, seed, anchor
         self.epoch_length = len(dataset) if epoch_length is None else int(epoch_length)
         if self.epoch_length < 1:
             raise DatasetError(f"epoch_length = {epoch_length}; expected at least 1 pair per epoch")
@@ -177,7 +187,7 @@ class ContrastivePairs(PairDataset):
         where = getattr(getattr(self.dataset, "layout", None), "folder", type(self.dataset).__name__)
         return (f"ContrastivePairs({len(self.dataset)} images of {where}, "
                 f"{self.conditional} scale {scale}, index {self.index_kind}, seed {self.seed}"
-                f"{', legacy' if self.legacy else ''})")
+                f"{', anchor pre-snap' if self.anchor == 'pre-snap' else ''})")
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -211,7 +221,7 @@ class ContrastivePairs(PairDataset):
             query[:, column] = np.floor(u_anchor[:, column] * k)
         _, found = self.index.search(query * self._weight, 1)
         anchor = found[:, 0]
-        centre = query if self.legacy else z[anchor]
+        centre = query if self.anchor == "pre-snap" else z[anchor]
         positive_query = conditional_from_uniform(centre, u_pos, self.conditional, self.scale,
                                                   self.beta).astype(np.float32)
         for column, _ in self._classes:

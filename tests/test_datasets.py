@@ -107,14 +107,19 @@ class LatentsOnly:
         return len(self.latents)
 
 
-def test_spread_grows_with_scale_and_legacy_inflates():
+def test_spread_grows_with_scale_and_pre_snap_anchors_inflate_it():
     data = LatentsOnly(50000)
     spread = {s: ContrastivePairs(data, scale=s).effective_conditional(4000).mean()
               for s in (0.05, 0.2, 0.5)}
     assert spread[0.05] < spread[0.2] < spread[0.5]
     corrected = ContrastivePairs(data, scale=0.1).effective_conditional(4000)
-    legacy = ContrastivePairs(data, scale=0.1, legacy=True).effective_conditional(4000)
-    assert legacy.mean() > 1.3 * corrected.mean()
+    pre_snap = ContrastivePairs(data, scale=0.1, anchor="pre-snap").effective_conditional(4000)
+    assert pre_snap.mean() > 1.3 * corrected.mean()
+    with pytest.warns(DeprecationWarning, match='pass anchor="pre-snap"'):
+        old = ContrastivePairs(data, scale=0.1, legacy=True).effective_conditional(4000)
+    assert np.array_equal(old, pre_snap)
+    with pytest.raises(DatasetError, match="anchor='before'; expected one of snapped, pre-snap"):
+        ContrastivePairs(data, anchor="before")
     pairs = ContrastivePairs(data, scale=np.r_[[0.05] * 5, [0.5] * 5])
     per_latent = pairs.effective_conditional(4000)
     assert per_latent[:5].max() < per_latent[5:].min()
