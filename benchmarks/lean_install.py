@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.readme import write_block
 from ident3d import atomic
+from ident3d.generated_blocks import write_block
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_INDEX = "torch --index-url https://download.pytorch.org/whl/cpu"

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.readme import write_block
 from ident3d.datasets import ThreeDIdent
+from ident3d.generated_blocks import write_block
 from ident3d.pairs import ContrastivePairs
 from ident3d.synthetic import write_synthetic_split
 from ident3d.tracks import get_track

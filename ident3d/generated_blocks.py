@@ -1,5 +1,6 @@
 """Write a generated block into README.md or a documentation page between its two marker lines (the
-markers stay)."""
+markers stay): the measured tables (benchmarks/) and the report sections (ident3d.baselines) that
+tests hold to what their command computes."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from ident3d import atomic
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def write_block(block: str, begin: str, end: str, readme: Path = README) -> None:
+def write_block(block: str, begin: str, end: str, page: Path = README) -> None:
     """Replace the text from ``begin`` to ``end`` (both included; ``block`` starts and ends with them)."""
-    text = readme.read_text()
+    text = page.read_text()
     if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
-        raise SystemExit(f"error: {readme} must hold the markers {begin!r} and {end!r} once each, in that "
+        raise SystemExit(f"error: {page} must hold the markers {begin!r} and {end!r} once each, in that "
                          "order. Fix: put both lines back where the block belongs.")
     head, _, rest = text.partition(begin)
     _, _, tail = rest.partition(end)
-    atomic.write_bytes(readme, (head + block + tail).encode())
+    atomic.write_bytes(page, (head + block + tail).encode())

@@ -1,0 +1,210 @@
+"""The relations of the paper's Table 4 as the paper states them, computed from leaderboard entries.
+
+    python -m ident3d.baselines.relations            # print the section
+    python -m ident3d.baselines.relations --write    # write it into docs/cpu-track.md
+
+Zimmermann et al. (ICML 2021), Table 4, show on 3DIdent that contrastive learning comes close to the
+supervised topline, that the unbounded model reads the latents as linearly as the box model while
+its MCC drops, that the sphere model reads less than the box model, that image augmentations read
+less than latent positives, that Laplace positives under the L2 loss are level with Normal ones,
+and that every contrastive model reads more than the pixels. Each relation is checked here on the
+CPU track's verified entries (protocol cl-ica-2021, the paper's procedure) and, by the same rule, on
+the paper's own numbers (mean ± sd over 3 seeds): the difference of the arms' seed means with a 95%
+Welch t interval; "above" holds when the interval lies above 0, "level" when it lies within
+±``LEVEL`` points. A verdict needs at least ``MIN_SEEDS`` seeds per arm; with fewer the relation is
+"not decidable at this budget". Both metrics are shown for every relation: the one the claim is
+about, and the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from scipy.stats import t as student_t
+
+from ident3d.baselines.experiment import load_experiment
+from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+
+EXPERIMENT = Path(__file__).resolve().parent / "cpu_track.toml"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "cpu-track.md"
+BEGIN = "<!-- relations:begin (python -m ident3d.baselines.relations --write) -->"
+END = "<!-- relations:end -->"
+TRACK, PROTOCOL, DATA = "3dident-v2-64@1", "cl-ica-2021", "v2"
+PAPER_PREFIX, PAPER_SEEDS = "Zimmermann2021Contrastive_", 3
+LEVEL = 0.05  # "level": the difference lies within 5 points
+MIN_SEEDS = 3
+METRICS = {"linear_r2": "R²", "mcc_pearson": "MCC"}
+CONTRASTIVE = ("normal-box", "normal-unbounded", "laplace-box", "normal-sphere-vmf", "augm-sphere-vmf")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One method's seeds (here) or its reported mean and sd over ``n`` seeds (the paper). A
+    deterministic arm (the pixel read-out: nothing trained, no seed) has no seed variance."""
+
+    name: str
+    mean: float | None
+    sd: float | None
+    n: int
+    deterministic: bool = False
+
+
+@dataclass(frozen=True)
+class Relation:
+    claim: str
+    kind: str  # "above" (a above b) or "level"
+    a: str
+    b: str
+    metric: str  # the metric the claim is about
+
+
+RELATIONS = (
+    Relation("Contrastive learning comes close to the supervised topline (the best contrastive arm)",
+             "level", "supervised", "best contrastive", "linear_r2"),
+    Relation("Unbounded reads the latents as linearly as Box", "level", "normal-unbounded", "normal-box",
+             "linear_r2"),
+    Relation("... while Unbounded's MCC drops below Box's", "above", "normal-box", "normal-unbounded",
+             "mcc_pearson"),
+    Relation("Sphere reads less than Box", "above", "normal-box", "normal-sphere-vmf", "linear_r2"),
+    Relation("Image augmentations read less than latent positives (both Sphere)", "above",
+             "normal-sphere-vmf", "augm-sphere-vmf", "linear_r2"),
+    Relation("Laplace positives under the L2 loss are level with Normal ones", "level", "laplace-box",
+             "normal-box", "linear_r2"),
+    *(Relation(f"{arm} reads more than the pixels", "above", arm, "pixels", "linear_r2")
+      for arm in CONTRASTIVE),
+)
+
+
+def interval(a: Arm, b: Arm) -> tuple[float, float, float] | None:
+    """The difference of means a - b and its 95% Welch t interval; None below MIN_SEEDS seeds."""
+    trained = [arm for arm in (a, b) if not arm.deterministic]
+    if a.mean is None or b.mean is None or not trained or min(arm.n for arm in trained) < MIN_SEEDS:
+        return None
+    va, vb = ((arm.sd or 0.0) ** 2 / arm.n if not arm.deterministic else 0.0 for arm in (a, b))
+    diff = a.mean - b.mean
+    if va + vb == 0:
+        return diff, diff, diff
+    dof = (va + vb) ** 2 / sum(v ** 2 / (arm.n - 1) for v, arm in ((va, a), (vb, b)) if v > 0)
+    half = student_t.ppf(0.975, dof) * math.sqrt(va + vb)
+    return diff, diff - half, diff + half
+
+
+def verdict(kind: str, found: tuple[float, float, float] | None) -> str:
+    if found is None:
+        return "not decidable at this budget"
+    _, low, high = found
+    if kind == "above":
+        return "holds" if low > 0 else "does not hold" if high < 0 else "not decidable at this budget"
+    if -LEVEL < low and high < LEVEL:
+        return "holds"
+    return "does not hold" if low >= LEVEL or high <= -LEVEL else "not decidable at this budget"
+
+
+def arms_here(entries: list[dict]) -> dict[str, dict[str, Arm]]:
+    """Per preset of the v2 data, per metric: the seeds' mean, sample sd and count."""
+    prefix = load_experiment(EXPERIMENT).entry_prefix + "_"
+    runs = {run.folder: run for run in load_experiment(EXPERIMENT).runs if run.data == DATA}
+    values: dict[str, dict[str, list[float]]] = {}
+    for entry in entries:
+        folder = entry["id"].removeprefix(prefix).removesuffix("-clica")
+        if entry["dataset"] != TRACK or entry["protocol"] != PROTOCOL or folder not in runs:
+            continue
+        for metric in METRICS:
+            if entry["metrics"].get(metric) is not None:
+                per_metric = values.setdefault(runs[folder].preset, {})
+                per_metric.setdefault(metric, []).append(entry["metrics"][metric])
+    return {preset: {m: Arm(preset, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None, len(v),
+                            deterministic=preset == "pixels")
+                     for m, v in by_metric.items()} for preset, by_metric in values.items()}
+
+
+def arms_paper(entries: list[dict]) -> dict[str, dict[str, Arm]]:
+    names = {"identity": "pixels"}
+    out: dict[str, dict[str, Arm]] = {}
+    for entry in entries:
+        if entry["id"].startswith(PAPER_PREFIX):
+            preset = entry["id"].removeprefix(PAPER_PREFIX)
+            std = entry.get("metrics_std") or {}
+            out[names.get(preset, preset)] = {
+                m: Arm(preset, entry["metrics"].get(m), std.get(m), PAPER_SEEDS) for m in METRICS}
+    return out
+
+
+def _resolve(name: str, arms: dict[str, dict[str, Arm]]) -> str:
+    if name != "best contrastive":
+        return name
+    found = [a for a in CONTRASTIVE if a in arms and arms[a].get("linear_r2")]
+    return max(found, key=lambda a: arms[a]["linear_r2"].mean) if found else name
+
+
+def _pair(relation: Relation, arms: dict[str, dict[str, Arm]], metric: str) -> tuple[Arm, Arm] | None:
+    a, b = (arms.get(_resolve(name, arms), {}).get(metric) for name in (relation.a, relation.b))
+    return None if a is None or b is None or a.mean is None or b.mean is None else (a, b)
+
+
+def decide(relation: Relation, arms: dict[str, dict[str, Arm]]) -> str:
+    pair = _pair(relation, arms, relation.metric)
+    return "not measured" if pair is None else verdict(relation.kind, interval(*pair))
+
+
+def _cell(relation: Relation, arms: dict[str, dict[str, Arm]], metric: str) -> str:
+    pair = _pair(relation, arms, metric)
+    if pair is None:
+        return "not measured"
+    a, b = pair
+    a_name, b_name = _resolve(relation.a, arms), _resolve(relation.b, arms)
+    found = interval(a, b)
+    def seeds(arm: Arm) -> str:
+        return "no seed" if arm.deterministic else f"n={arm.n}"
+
+    text = (f"{a_name} {100 * a.mean:.2f} ({seeds(a)}) vs {b_name} {100 * b.mean:.2f} ({seeds(b)}): "
+            f"difference {100 * (a.mean - b.mean):+.2f}")
+    if found:
+        text += f" [{100 * found[1]:+.2f}, {100 * found[2]:+.2f}]"
+    return f"{text}; **{verdict(relation.kind, found)}**" if metric == relation.metric else text
+
+
+def section(entries: list[dict]) -> str:
+    here, paper = arms_here(entries), arms_paper(entries)
+    lines = [BEGIN,
+             f"Each relation of Table 4, checked on the CPU track's verified entries ({TRACK}, protocol "
+             f"{PROTOCOL}) and on the paper's numbers by one rule: the difference of the seed means with "
+             f"a 95% Welch t interval, a verdict only with at least {MIN_SEEDS} seeds per arm (\"level\": "
+             f"within ±{100 * LEVEL:.0f} points). The verdict is on the metric the claim is about (first "
+             "row); the other metric is shown beside it.", "",
+             "| relation (the paper's claim) | metric | here | paper (Table 4) |", "|---|---|---|---|"]
+    for relation in RELATIONS:
+        for metric in (relation.metric, *[m for m in METRICS if m != relation.metric]):
+            claim = relation.claim if metric == relation.metric else ""
+            lines.append(f"| {claim} | {METRICS[metric]} | {_cell(relation, here, metric)} "
+                         f"| {_cell(relation, paper, metric)} |")
+    verdicts = [decide(r, here) for r in RELATIONS]
+    enough = sorted(name for name, by in here.items() if by["linear_r2"].n >= MIN_SEEDS)
+    undecided = verdicts.count("not decidable at this budget")
+    lines += ["", f"Here: {verdicts.count('holds')} of {len(RELATIONS)} relations hold, "
+              f"{verdicts.count('does not hold')} do not, {undecided} are not decidable at this budget "
+              f"(arms with {MIN_SEEDS} seeds or more: {', '.join(enough) or 'none'}); "
+              "the paper's numbers, by the same rule: "
+              f"{[decide(r, paper) for r in RELATIONS].count('holds')} of {len(RELATIONS)} hold.", END]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write the section into docs/cpu-track.md")
+    args = parser.parse_args(argv)
+    text = section(load_entries(ENTRIES_DIR))
+    if args.write:
+        from ident3d.generated_blocks import write_block
+
+        write_block(text, BEGIN, END, PAGE)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

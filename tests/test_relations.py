@@ -1,0 +1,46 @@
+"""The relations of the paper's Table 4 (ident3d.baselines.relations): the rule, and the section of
+docs/cpu-track.md, which must be what the committed entries give."""
+
+import pytest
+
+from ident3d.baselines.relations import (
+    BEGIN,
+    END,
+    PAGE,
+    RELATIONS,
+    Arm,
+    arms_paper,
+    decide,
+    interval,
+    section,
+    verdict,
+)
+from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+
+
+def test_the_docs_section_is_what_the_entries_give():
+    text = PAGE.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    assert text[start:end] == section(load_entries(ENTRIES_DIR)), \
+        "docs/cpu-track.md's relations are stale. Fix: python -m ident3d.baselines.relations --write"
+
+
+def test_a_verdict_needs_three_seeds_and_an_interval_on_the_right_side():
+    three = Arm("a", 0.80, 0.01, 3)
+    assert interval(three, Arm("b", 0.70, 0.01, 2)) is None  # two seeds: no verdict
+    assert verdict("above", interval(three, Arm("b", 0.70, 0.01, 2))) == "not decidable at this budget"
+    diff, low, high = interval(three, Arm("b", 0.70, 0.01, 3))
+    assert diff == pytest.approx(0.10) and 0 < low < 0.10 < high
+    assert verdict("above", (diff, low, high)) == "holds"
+    assert verdict("above", interval(Arm("a", 0.70, 0.01, 3), three)) == "does not hold"
+    assert verdict("above", interval(Arm("a", 0.80, 0.20, 3), Arm("b", 0.70, 0.20, 3))) == \
+        "not decidable at this budget"  # the interval straddles 0
+    assert verdict("level", interval(three, Arm("b", 0.79, 0.01, 3))) == "holds"
+    assert verdict("level", interval(three, Arm("b", 0.60, 0.01, 3))) == "does not hold"
+    pixels = Arm("pixels", 0.50, None, 1, deterministic=True)  # no seed: no seed variance
+    assert interval(three, pixels)[1] > 0 and interval(Arm("a", 0.8, None, 1), pixels) is None
+
+
+def test_the_papers_own_numbers_satisfy_every_relation_it_states():
+    paper = arms_paper(load_entries(ENTRIES_DIR))
+    assert [decide(relation, paper) for relation in RELATIONS] == ["holds"] * len(RELATIONS)
