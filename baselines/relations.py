@@ -105,18 +105,24 @@ def verdict(kind: str, found: tuple[float, float, float] | None) -> str:
 
 
 def arms_here(entries: list[dict]) -> dict[str, dict[str, Arm]]:
-    """Per preset of the v2 data, per metric: the seeds' mean, sample sd and count."""
+    """Per preset of the v2 data, per metric: the seeds' mean, sample sd and count (from entries)."""
     prefix = load_experiment(EXPERIMENT).entry_prefix + "_"
     runs = {run.folder: run for run in load_experiment(EXPERIMENT).runs if run.data == DATA}
-    values: dict[str, dict[str, list[float]]] = {}
+    metrics = []
     for entry in entries:
         folder = entry["id"].removeprefix(prefix).removesuffix("-clica")
-        if entry["dataset"] != TRACK or entry["protocol"] != PROTOCOL or folder not in runs:
-            continue
+        if entry["dataset"] == TRACK and entry["protocol"] == PROTOCOL and folder in runs:
+            metrics.append((runs[folder].preset, entry["metrics"]))
+    return arms_of(metrics)
+
+
+def arms_of(runs: list[tuple[str, dict[str, float | None]]]) -> dict[str, dict[str, Arm]]:
+    """Arms from (preset, metrics) per run: every metric's seed mean, sample sd and count."""
+    values: dict[str, dict[str, list[float]]] = {}
+    for preset, metrics in runs:
         for metric in METRICS:
-            if entry["metrics"].get(metric) is not None:
-                per_metric = values.setdefault(runs[folder].preset, {})
-                per_metric.setdefault(metric, []).append(entry["metrics"][metric])
+            if metrics.get(metric) is not None:
+                values.setdefault(preset, {}).setdefault(metric, []).append(metrics[metric])
     return {preset: {m: Arm(preset, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None, len(v),
                             deterministic=preset == "pixels")
                      for m, v in by_metric.items()} for preset, by_metric in values.items()}
@@ -169,8 +175,13 @@ def _cell(relation: Relation, arms: dict[str, dict[str, Arm]], metric: str) -> s
 
 
 def section(entries: list[dict]) -> str:
-    here, paper = arms_here(entries), arms_paper(entries)
-    lines = [BEGIN,
+    """The docs section: the CPU track's entries against the paper's."""
+    return "\n".join([BEGIN, *relation_lines(arms_here(entries), arms_paper(entries)), END])
+
+
+def relation_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, Arm]]) -> list[str]:
+    """The table of every relation, here and in the paper, and the count of verdicts."""
+    lines = [
              f"Each relation of Table 4, checked on the CPU track's verified entries ({TRACK}, protocol "
              f"{PROTOCOL}) and on the paper's numbers by one rule: the difference of the seed means with "
              f"a 95% Welch t interval, a verdict only with at least {MIN_SEEDS} seeds per arm (\"level\": "
@@ -189,8 +200,8 @@ def section(entries: list[dict]) -> str:
               f"{verdicts.count('does not hold')} do not, {undecided} are not decidable at this budget "
               f"(arms with {MIN_SEEDS} seeds or more: {', '.join(enough) or 'none'}); "
               "the paper's numbers, by the same rule: "
-              f"{[decide(r, paper) for r in RELATIONS].count('holds')} of {len(RELATIONS)} hold.", END]
-    return "\n".join(lines)
+              f"{[decide(r, paper) for r in RELATIONS].count('holds')} of {len(RELATIONS)} hold."]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
