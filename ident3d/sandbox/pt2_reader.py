@@ -18,13 +18,14 @@ hands torch only what passed, never the archive:
 * sizes: every symbolic expression is parsed by ``ident3d.sandbox.shapes`` and printed anew;
 * calling convention: one tensor in, one tensor out, no buffer mutation; guard code (Python
   source torch would run to check input sizes) is dropped unread.
+
+This module reads the archive (members, tensors, pickles never loaded); ``pt2_graph`` checks the
+program's JSON (names, operators, arguments, sizes, calling convention).
 """
 
 from __future__ import annotations
 
 import io
-import json
-import keyword
 import math
 import pickletools
 import re
@@ -34,30 +35,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ident3d.readers import parse_json
-from ident3d.sandbox import operators
 from ident3d.sandbox.limits import Limits
-from ident3d.sandbox.shapes import ShapeExpressionError, canonical_expression, is_symbol_name
+from ident3d.sandbox.pt2_graph import STRIDED, ArchiveRefused, check_program, is_identifier_path
 
 META_FILES = {"archive_format", "archive_version", "byteorder", ".data/version",
               ".data/serialization_id", ".data/version_", ".format_version", ".storage_alignment"}
 # ScalarType of torch._export.serde.schema -> (torch dtype name, bytes per element)
 DTYPES = {1: ("uint8", 1), 2: ("int8", 1), 3: ("int16", 2), 4: ("int32", 4), 5: ("int64", 8),
           6: ("float16", 2), 7: ("float32", 4), 8: ("float64", 8), 12: ("bool", 1), 13: ("bfloat16", 2)}
-STRIDED = 7
-NAME_KEYS = {"name", "parameter_name", "buffer_name", "tensor_constant_name", "custom_obj_name",
-             "arg_name"}
-ARGUMENT_KINDS = {"as_none", "as_tensor", "as_tensors", "as_int", "as_ints", "as_float", "as_floats",
-                  "as_string", "as_sym_int", "as_sym_ints", "as_scalar_type", "as_memory_format",
-                  "as_layout", "as_device", "as_bool", "as_bools", "as_sym_bool", "as_sym_bools",
-                  "as_optional_tensors", "as_sym_float", "as_sym_floats", "as_optional_tensor"}
-INPUT_KINDS = {"parameter", "buffer", "tensor_constant", "user_input"}
-# The pytree specs torch 2.x writes for forward(x) -> tensor
-IN_SPEC = [1, {"type": "builtins.tuple", "context": "null", "children_spec": [
-    {"type": "builtins.tuple", "context": "null", "children_spec": [
-        {"type": None, "context": None, "children_spec": []}]},
-    {"type": "builtins.dict", "context": "[]", "children_spec": []}]}]
-OUT_SPEC = [1, {"type": None, "context": None, "children_spec": []}]
-VERSION = re.compile(r"[0-9A-Za-z.+_-]{1,64}")
 # The bundled sample inputs are never loaded; a pickle in them that could do more than rebuild
 # tensors is refused all the same, so its author hears of it.
 SAMPLE_PICKLE_GLOBALS = {("torch._utils", "_rebuild_tensor_v2"), ("torch._utils", "_rebuild_parameter"),
@@ -67,10 +52,6 @@ SAMPLE_STORAGE = re.compile(r"(Float|Double|Half|BFloat16|Long|Int|Short|Char|By
 SAMPLE_PICKLE_BYTES = 16 << 20
 UNSAFE_OPCODES = {"STACK_GLOBAL", "INST", "OBJ", "NEWOBJ", "NEWOBJ_EX", "EXT1", "EXT2", "EXT4", "BUILD",
                   "PERSID"}
-
-
-class ArchiveRefused(ValueError):
-    """The archive breaks a rule of the reader; the message says which, in our words."""
 
 
 @dataclass
@@ -91,19 +72,6 @@ class CheckedArchive:
     constants: dict[str, TensorRecord] = field(default_factory=dict)
     blobs: dict[str, bytes] = field(default_factory=dict)
     parameters: int = 0
-
-
-def is_identifier_path(text: object) -> bool:
-    """``layer1.0.conv1.weight``: identifiers and indices joined by dots, no dunder, no keyword."""
-    if not isinstance(text, str) or not 0 < len(text) <= 256:
-        return False
-    for part in text.split("."):
-        if part.isdigit() and len(part) <= 6:
-            continue
-        if (not part.isascii() or not part.isidentifier() or keyword.iskeyword(part)
-                or part.startswith("__")):
-            return False
-    return True
 
 
 def _members(archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
@@ -249,165 +217,6 @@ def _tensor_records(config: Any, what: str, prefix: str, members: dict[str, zipf
     return records
 
 
-def _check_names(node: Any, where: str) -> None:
-    """Every value under a name key, and every key of a value table, is an identifier path."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in NAME_KEYS and not is_identifier_path(value):
-                raise ArchiveRefused(f"name {str(value)[:60]!r} at {where}/{key} is not a plain "
-                                     "identifier")
-            if key in ("tensor_values", "sym_int_values", "sym_bool_values", "sym_float_values"):
-                bad = [k for k in value if not is_identifier_path(k)] if isinstance(value, dict) else [key]
-                if bad:
-                    raise ArchiveRefused(f"name {str(bad[0])[:60]!r} in {where}/{key} is not a plain "
-                                         "identifier")
-            _check_names(value, f"{where}/{key}")
-    elif isinstance(node, list):
-        for item in node:
-            _check_names(item, where)
-
-
-def _canonical_shapes(node: Any, where: str) -> None:
-    """Replace every ``expr_str`` by its canonical print; refuse what the grammar does not accept."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "expr_str":
-                try:
-                    node[key] = canonical_expression(value)
-                except ShapeExpressionError as error:
-                    raise ArchiveRefused(f"shape expression {str(value)[:60]!r} at {where} is refused: "
-                                         f"{error}") from None
-            else:
-                _canonical_shapes(value, f"{where}/{key}")
-    elif isinstance(node, list):
-        for item in node:
-            _canonical_shapes(item, where)
-
-
-def _check_arguments(node: Any, where: str) -> None:
-    for item in node.get("inputs", []):
-        arg = item.get("arg") if isinstance(item, dict) else None
-        kinds = set(arg) if isinstance(arg, dict) else {"(missing)"}
-        if not kinds <= ARGUMENT_KINDS:
-            raise ArchiveRefused(f"node {where} passes a {sorted(kinds - ARGUMENT_KINDS)[0]} argument "
-                                 "(subgraphs, custom objects and operators are refused)")
-        if arg.get("as_layout", STRIDED) != STRIDED:
-            raise ArchiveRefused(f"node {where} asks for a sparse layout")
-
-
-def _check_nodes(graph: dict[str, Any]) -> None:
-    nodes = graph.get("nodes")
-    if not isinstance(nodes, list):
-        raise ArchiveRefused("the graph has no node list")
-    kept = []
-    for index, node in enumerate(nodes):
-        target = node.get("target") if isinstance(node, dict) else None
-        if not isinstance(target, str):
-            raise ArchiveRefused(f"node {index} has no operator")
-        name = operators.aten_name(target)
-        if name in operators.STRIPPED:
-            continue
-        where = f"{index} ({target[:60]})"
-        if name in operators.DROPOUT:
-            train = [i["arg"].get("as_bool") for i in node.get("inputs", []) if i.get("name") == "train"]
-            if train != [False]:
-                raise ArchiveRefused(f"node {where} is dropout in training mode (random); export the "
-                                     "model after model.eval()")
-        elif name not in operators.ATEN and target not in operators.SYMBOLIC:
-            raise ArchiveRefused(f"the graph calls {target[:80]!r}, which is not on the list of pure "
-                                 "tensor operators (docs/submissions.md)")
-        _check_arguments(node, where)
-        node["metadata"] = {}
-        kept.append(node)
-    graph["nodes"] = kept
-    if graph.get("custom_obj_values"):
-        raise ArchiveRefused("the graph holds custom objects")
-
-
-def _check_signature(gm: dict[str, Any]) -> None:
-    signature = gm.get("signature") or {}
-    inputs = signature.get("input_specs", [])
-    kinds = [next(iter(spec)) if isinstance(spec, dict) and len(spec) == 1 else "?" for spec in inputs]
-    unknown = sorted(set(kinds) - INPUT_KINDS)
-    if unknown:
-        raise ArchiveRefused(f"the program takes a {unknown[0]} input; only parameters, buffers, "
-                             "tensor constants and one image tensor are accepted")
-    users = [spec["user_input"] for spec, kind in zip(inputs, kinds, strict=True) if kind == "user_input"]
-    outputs = signature.get("output_specs", [])
-    if len(users) != 1 or "as_tensor" not in (users[0].get("arg") or {}):
-        raise ArchiveRefused(f"the program takes {len(users)} inputs; expected one image tensor")
-    if [next(iter(spec)) for spec in outputs] != ["user_output"] or "as_tensor" not in (
-            outputs[0]["user_output"].get("arg") or {}):
-        raise ArchiveRefused("the program must return one tensor and change no buffer (exported in "
-                             "training mode? call model.eval() before torch.export.export)")
-    graph = gm["graph"]
-    if len(graph.get("inputs", [])) != len(inputs) or len(graph.get("outputs", [])) != 1:
-        raise ArchiveRefused("the graph's inputs and outputs do not match its signature")
-    root = [entry for entry in gm.get("module_call_graph", []) if isinstance(entry, dict)
-            and entry.get("fqn") == ""]
-    spec = root[0].get("signature") if root else None
-    if not isinstance(spec, dict):
-        raise ArchiveRefused("the program has no calling convention (module_call_graph)")
-    try:
-        specs = json.loads(spec.get("in_spec", "")), json.loads(spec.get("out_spec", ""))
-    except (ValueError, TypeError, RecursionError):
-        specs = None
-    if specs != (IN_SPEC, OUT_SPEC):
-        raise ArchiveRefused("the program's calling convention is not forward(images) -> tensor")
-    arg_names = spec.get("forward_arg_names") or ["x"]
-    if len(arg_names) != 1 or not is_identifier_path(arg_names[0]):
-        raise ArchiveRefused("the program's argument name is not a plain identifier")
-    gm["module_call_graph"] = [{"fqn": "", "signature": {
-        "inputs": [], "outputs": [], "in_spec": json.dumps(IN_SPEC), "out_spec": json.dumps(OUT_SPEC),
-        "forward_arg_names": arg_names}}]
-
-
-def _check_state_untouched(gm: dict[str, Any]) -> None:
-    """No in-place operator writes into a parameter, buffer or constant (the model would change
-    between calls); writes through views of them are caught by the reproducibility probe."""
-    state = set()
-    for spec in gm["signature"].get("input_specs", []):
-        for kind in ("parameter", "buffer", "tensor_constant"):
-            if kind in spec:
-                state.add((spec[kind].get("arg") or {}).get("name"))
-    for node in gm["graph"]["nodes"]:
-        name = operators.aten_name(node["target"]) or ""
-        if not (name.endswith("_") or name == "copy"):
-            continue
-        first = (node.get("inputs") or [{}])[0].get("arg", {}).get("as_tensor", {}).get("name")
-        if first in state:
-            raise ArchiveRefused(f"the model changes its own parameter or buffer {first!r} while running "
-                                 f"({node['target'][len(operators.PREFIX):]}), so no two calls agree")
-
-
-def _check_program(document: Any) -> dict[str, Any]:
-    if not isinstance(document, dict) or not isinstance(document.get("graph_module"), dict):
-        raise ArchiveRefused("the model member is not an exported program")
-    if not isinstance(document.get("guards_code", []), list):
-        raise ArchiveRefused("guards_code is not a list")
-    if not VERSION.fullmatch(str(document.get("torch_version", "0"))):
-        raise ArchiveRefused("torch_version is not a version string")
-    ranges = document.get("range_constraints") or {}
-    for symbol, bounds in ranges.items() if isinstance(ranges, dict) else [(None, None)]:
-        if not is_symbol_name(symbol) or not isinstance(bounds, dict) or not all(
-                bounds.get(k) is None or type(bounds.get(k)) is int for k in ("min_val", "max_val")):
-            raise ArchiveRefused(f"range constraint {str(symbol)[:40]!r} is not a size symbol with "
-                                 "integer bounds")
-    gm = document["graph_module"]
-    if not isinstance(gm.get("graph"), dict):
-        raise ArchiveRefused("the program has no graph")
-    if gm.get("treespec_namedtuple_fields"):
-        raise ArchiveRefused("the program returns named tuples; return one tensor")
-    gm["metadata"] = {}
-    _check_names(gm, "graph_module")
-    _check_nodes(gm["graph"])
-    _check_signature(gm)
-    _check_state_untouched(gm)
-    _canonical_shapes(document, "")
-    document["guards_code"] = []  # Python source torch would compile and run: dropped, never read
-    return document
-
-
 def read_archive(data: bytes, limits: Limits | None = None) -> CheckedArchive:
     """Check an archive's bytes; raises ArchiveRefused naming the first rule it breaks."""
     try:
@@ -459,5 +268,5 @@ def _read_archive(data: bytes, limits: Limits) -> CheckedArchive:
         if checked.parameters > limits.max_parameters:
             raise ArchiveRefused(f"{checked.parameters} parameters is above the cap of "
                                  f"{limits.max_parameters} (ident3d evaluate --max-parameters)")
-        checked.document = _check_program(_json(read(f"models/{model}.json"), f"models/{model}.json"))
+        checked.document = check_program(_json(read(f"models/{model}.json"), f"models/{model}.json"))
     return checked
