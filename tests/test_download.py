@@ -172,7 +172,7 @@ def test_only_a_split_with_the_pinned_content_hash_counts_as_published(tmp_path,
                                     content_sha256=tracks.content_sha256(layout, 20))
     pinned = dataclasses.replace(published, splits={**published.splits, "test": test_spec})
     known = {**tracks.tracks(), tracks.PUBLISHED: pinned}
-    monkeypatch.setattr(tracks, "tracks", lambda: known)
+    monkeypatch.setattr(tracks.registry, "tracks", lambda: known)
     assert tracks.differences(pinned, layout) == []
     layout.download_record.unlink()  # the record is a convenience, never the evidence
     assert tracks.differences(pinned, layout) == []

@@ -111,7 +111,7 @@ def test_noise_with_the_tracks_latents_and_fingerprint_is_not_the_track(tiny_tra
         noise = rng.permutation(pixels.reshape(-1, 3))  # same pixels, shuffled: same mean and std
         Image.fromarray(noise.reshape(pixels.shape)).save(path)
     layout = SplitLayout(tmp_path / "noise", "test")
-    assert tracks._fingerprint_differences(track, layout, 1) == []  # the forgery passes that check
+    assert tracks.verification._fingerprint_differences(track, layout, 1) == []  # the forgery passes that check
     for quick in (False, True):
         [found] = tracks.differences(track, layout, quick=quick)
         assert found.startswith("pixels: ") and "not the track's images" in found
@@ -145,7 +145,7 @@ def test_results_carry_the_track_whatever_the_package_version_and_custom_data_st
 
     track, root = tiny_track
     known = {**tracks.tracks(), "tiny": track}
-    monkeypatch.setattr(tracks, "tracks", lambda: known)
+    monkeypatch.setattr(tracks.registry, "tracks", lambda: known)
     shutil.copytree(root / "one", tmp_path / "data")
     np.save(tmp_path / "z.npy", np.load(tmp_path / "data/test/raw_latents.npy"))
     first = evaluate(tmp_path / "z.npy", tmp_path / "data", progress=False).document

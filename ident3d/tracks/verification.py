@@ -1,13 +1,7 @@
-"""Benchmark tracks: named, versioned test data, so that any two results can be compared.
-
-The tracks are data (``ident3d/tracks.toml``). A split *is* a track's split only when its content
-says so, never a record a user can write: for a rendered track, the latents are bit-identical
-(sha256), the variant spec has the track's content hash, every pixel setting is equal, the pixel
-fingerprint is within the track's tolerance, and a random sample of its images, re-rendered at
-verify time, matches; for the published track, a content hash over all its files equals the pinned
-one. Every other split is ``custom:<hash>``: a hash of its latents, variant and pixel settings, so
-results on equal data share a key and results on different data never do (docs/tracks.md).
-"""
+"""Is this split a track's split? Verification reads only the split's content (docs/tracks.md):
+latents, variant spec, pixel settings, fingerprint and a random sample re-rendered now for a
+rendered track; a content hash over every file for the published one. Any other split is
+``custom:<hash>``."""
 
 from __future__ import annotations
 
@@ -15,11 +9,7 @@ import hashlib
 import json
 import math
 import tempfile
-import tomllib
-from dataclasses import dataclass, field
-from functools import cache
 from importlib.metadata import entry_points
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -31,120 +21,12 @@ from ident3d.errors import DatasetError, Ident3dError, LatentError
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import channel_stats, read_manifest
 from ident3d.readers import open_image, open_regular, read_array
+from ident3d.tracks import registry
+from ident3d.tracks.registry import SplitSpec, Track
 from ident3d.variants import Variant, get_variant, split_variant
 
-PUBLISHED = "3dident-published"
 RENDERERS = "ident3d.renderers"  # entry point group: render/ offers the Blender re-render
 QUICK_RECHECK_IMAGES = 4  # images `verify --quick` re-renders (the full check: the track's recheck.images)
-
-
-class TrackError(Ident3dError):
-    """An unknown track, or a split that is not the track it is said to be."""
-
-
-@dataclass(frozen=True)
-class SplitSpec:
-    n: int
-    seed: int | None = None
-    latents_sha256: str | None = None
-    archive: str | None = None  # published tracks: the archive ``ident3d download`` fetches
-    md5: str | None = None
-    content_sha256: str | None = None  # published tracks: ``content_sha256`` of the extracted split
-
-
-@dataclass(frozen=True)
-class Track:
-    name: str
-    version: int
-    title: str
-    description: str
-    variant: str
-    resolution: int
-    source: str  # "render" or "download"
-    protocols: tuple[str, ...]
-    splits: dict[str, SplitSpec]
-    render: dict[str, Any] = field(default_factory=dict)
-    fingerprint: dict[str, Any] = field(default_factory=dict)
-    recheck: dict[str, Any] = field(default_factory=dict)  # images re-rendered at verify, tolerance
-    render_s_per_image: float | None = None
-    bytes_per_image: int | None = None
-
-    @property
-    def id(self) -> str:
-        return f"{self.name}@{self.version}"
-
-    def pixel_settings(self) -> dict[str, Any]:
-        """What a manifest's ``render_settings`` must equal for images of this track."""
-        return {**self.render, "resolution": self.resolution}
-
-    def split(self, split: str) -> SplitSpec:
-        if split not in self.splits:
-            raise TrackError(f"track {self.id} has no split {split!r}; it has "
-                             f"{', '.join(self.splits)}. Fix: pass --split {next(iter(self.splits))}.")
-        return self.splits[split]
-
-
-@cache
-def tracks() -> dict[str, Track]:
-    """Every track by name, from ``ident3d/tracks.toml``."""
-    document = tomllib.loads(files("ident3d").joinpath("tracks.toml").read_text())
-    out = {}
-    for name, spec in document["tracks"].items():
-        splits = {k: SplitSpec(**v) for k, v in spec.pop("splits").items()}
-        out[name] = Track(name=name, splits=splits, protocols=tuple(spec.pop("protocols")), **spec)
-    return out
-
-
-def get_track(name: str) -> Track:
-    """A track by ``NAME`` or ``NAME@VERSION``."""
-    base, _, version = name.partition("@")
-    track = tracks().get(base)
-    if track is None or (version and version != str(track.version)):
-        known = ", ".join(t.id for t in tracks().values())
-        raise TrackError(f"unknown track {name!r}; known: {known}. Fix: run `ident3d tracks`.")
-    return track
-
-
-def _size(n_bytes: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n_bytes < 1000 or unit == "TB":
-            return f"{n_bytes:.0f} {unit}" if unit == "B" else f"{n_bytes:.1f} {unit}"
-        n_bytes /= 1000
-    return ""
-
-
-def _time(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
-
-
-def summary_rows() -> list[list[str]]:
-    """Per track: id, variant, size, images per split, render time and disk, description."""
-    out = []
-    for t in tracks().values():
-        sizes = ", ".join(f"{name} {spec.n:,}" for name, spec in t.splits.items())
-        if t.source == "download":
-            cost = ("download (Zenodo); archive sizes not stated in the record's text nor measured here "
-                    "(no access): `ident3d download` shows them")
-        else:
-            test = t.splits["test"].n
-            cost = (f"test {_time(test * t.render_s_per_image)}, {_size(test * t.bytes_per_image)}; "
-                    f"all {_time(sum(s.n for s in t.splits.values()) * t.render_s_per_image)}, "
-                    f"{_size(sum(s.n for s in t.splits.values()) * t.bytes_per_image)}")
-        out.append([t.id, t.variant, f"{t.resolution} px", sizes, cost, t.description])
-    return out
-
-
-README_BEGIN = "<!-- tracks:begin (generated by `ident3d tracks --markdown`; do not edit) -->"
-README_END = "<!-- tracks:end -->"
-
-
-def readme_block() -> str:
-    """The README's table of tracks, markers included."""
-    header = ["track", "variant", "size", "images", "render on 2 CPU cores, disk", "what it is"]
-    lines = [README_BEGIN, "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in summary_rows():
-        lines.append("| " + " | ".join(f"`{row[0]}`" if i == 0 else c for i, c in enumerate(row)) + " |")
-    return "\n".join([*lines, README_END])
 
 
 def custom_key(latents: np.ndarray, manifest: dict[str, Any] | None) -> str:
@@ -305,7 +187,7 @@ def _published_differences(spec: SplitSpec, layout: SplitLayout) -> list[str]:
 
 def identify(layout: SplitLayout, latents: np.ndarray, manifest: dict[str, Any] | None) -> str:
     """The id of the track this split verifiably is, else its custom key."""
-    for track in tracks().values():
+    for track in registry.tracks().values():
         spec = track.splits.get(layout.split)
         if spec is None or spec.n != len(latents):
             continue

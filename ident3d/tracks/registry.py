@@ -1,0 +1,81 @@
+"""The registry of benchmark tracks: ``ident3d/tracks.toml`` read into ``Track`` objects, looked up by
+``NAME`` or ``NAME@VERSION``."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from ident3d.errors import Ident3dError
+
+PUBLISHED = "3dident-published"
+
+
+class TrackError(Ident3dError):
+    """An unknown track, or a split that is not the track it is said to be."""
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    n: int
+    seed: int | None = None
+    latents_sha256: str | None = None
+    archive: str | None = None  # published tracks: the archive ``ident3d download`` fetches
+    md5: str | None = None
+    content_sha256: str | None = None  # published tracks: ``content_sha256`` of the extracted split
+
+
+@dataclass(frozen=True)
+class Track:
+    name: str
+    version: int
+    title: str
+    description: str
+    variant: str
+    resolution: int
+    source: str  # "render" or "download"
+    protocols: tuple[str, ...]
+    splits: dict[str, SplitSpec]
+    render: dict[str, Any] = field(default_factory=dict)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    recheck: dict[str, Any] = field(default_factory=dict)  # images re-rendered at verify, tolerance
+    render_s_per_image: float | None = None
+    bytes_per_image: int | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def pixel_settings(self) -> dict[str, Any]:
+        """What a manifest's ``render_settings`` must equal for images of this track."""
+        return {**self.render, "resolution": self.resolution}
+
+    def split(self, split: str) -> SplitSpec:
+        if split not in self.splits:
+            raise TrackError(f"track {self.id} has no split {split!r}; it has "
+                             f"{', '.join(self.splits)}. Fix: pass --split {next(iter(self.splits))}.")
+        return self.splits[split]
+
+
+@cache
+def tracks() -> dict[str, Track]:
+    """Every track by name, from ``ident3d/tracks.toml``."""
+    document = tomllib.loads(files("ident3d").joinpath("tracks.toml").read_text())
+    out = {}
+    for name, spec in document["tracks"].items():
+        splits = {k: SplitSpec(**v) for k, v in spec.pop("splits").items()}
+        out[name] = Track(name=name, splits=splits, protocols=tuple(spec.pop("protocols")), **spec)
+    return out
+
+
+def get_track(name: str) -> Track:
+    """A track by ``NAME`` or ``NAME@VERSION``."""
+    base, _, version = name.partition("@")
+    track = tracks().get(base)
+    if track is None or (version and version != str(track.version)):
+        known = ", ".join(t.id for t in tracks().values())
+        raise TrackError(f"unknown track {name!r}; known: {known}. Fix: run `ident3d tracks`.")
+    return track
