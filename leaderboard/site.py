@@ -6,6 +6,7 @@ import json
 import statistics
 from importlib.resources import files
 
+from ident3d.leaderboard.companions import companion_metrics
 from ident3d.leaderboard.ranking import Entry, ranked_tables
 from ident3d.tracks import tracks
 from ident3d.variants import FACTOR_NAMES
@@ -18,6 +19,7 @@ LATENT_KEYS = ("linear_r2", "mcc_pearson")
 def page_row(row: Entry) -> dict:
     """What the page shows of a table row; a seed group carries its runs and their mean per latent."""
     shown = {k: row.get(k) for k in PAGE_FIELDS}
+    shown["companions"] = companion_metrics(row)  # DCI and extrapolation, where the result has them
     if "runs" in row:
         shown["runs"] = [page_row(run) for run in row["runs"]]
         latents = [run["per_latent"] for run in shown["runs"]]

@@ -531,3 +531,34 @@ def test_the_page_gets_its_ranks_from_the_python_rule():
     for (track, protocol), table in ranked_tables(entries).items():
         assert [shown[(track, protocol, row["id"])] for row in table] == list(range(1, len(table) + 1))
     assert "rankKey" not in (Path(__file__).resolve().parents[1] / "leaderboard/page.html").read_text()
+
+
+def test_the_page_shows_the_companion_columns_only_where_a_row_has_them(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from ident3d.leaderboard.build import build
+
+    entries = tmp_path / "entries"
+    entries.mkdir()
+    for entry_id, with_dci in (("Doe2026Plain", False), ("Roe2026Dci", True)):
+        result = fake_result(0.8, 0.7)
+        if with_dci:
+            result["dci"] = {"protocol": "ident3d-dci", "version": "1.0", "disentanglement": 0.25,
+                             "completeness": 0.5, "informativeness": 0.9}
+            result["extrapolation"] = {"protocol": "ident3d-extrapolation", "version": "1.0",
+                                       "linear_r2": 0.6, "kernel_r2": 0.1, "per_latent": []}
+        write_entry(entry_from_result(result, entry_id), entries)
+    build(entries, tmp_path / "LEADERBOARD.md", tmp_path / "index.html")
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page()
+        page.goto((tmp_path / "index.html").as_uri())
+        headers = page.locator("#board th").all_inner_texts()
+        companions = ["D", "C", "I", "extrapolation R²"]
+        assert [h for h in headers if h in companions] == companions
+        row = page.locator('#board tr[data-id="Roe2026Dci"] td.companion').all_inner_texts()
+        assert row == ["25.00", "50.00", "90.00", "60.00"]
+        assert page.locator('#board tr[data-id="Doe2026Plain"] td.companion').all_inner_texts() == ["–"] * 4
+        page.locator('#board th[data-key="dci_disentanglement"]').click()  # best first
+        assert page.locator("#board tbody tr").first.get_attribute("data-id") == "Roe2026Dci"
+        browser.close()
