@@ -23,6 +23,7 @@ import os
 import shutil
 import time
 import warnings
+from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,16 @@ def export(model: Encoder, out: Path, resolution: int) -> tuple[Path, Path]:
 
 # ---- the loop ----
 
+def training_batch(batch: Sequence[torch.Tensor], pairs: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The images one step encodes (anchors, then their positives when the loss takes pairs) and the
+    anchors' latents, from a ``PairBatch`` (x, x_pos, z, z_pos) or an anchors-only batch (x, z)."""
+    if pairs:
+        x, x_pos, z, _ = batch
+        return torch.cat([x, x_pos]), z
+    x, z = batch
+    return x, z
+
+
 def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int,
             device: torch.device) -> DataLoader | PairLoader:
     # on CUDA the loader hands over uint8 (a quarter of the bytes) and the GPU converts
@@ -256,8 +267,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
             before = time.perf_counter()
             batch = next(batches)
             waited += time.perf_counter() - before
-            x = torch.cat(batch[:2]) if pairs else batch[0]
-            z = batch[-2 if pairs else -1].to(device, non_blocking=True)
+            x, z = training_batch(batch, pairs)
+            z = z.to(device, non_blocking=True)
             x = x.to(device, non_blocking=True, memory_format=torch.channels_last)
             if x.dtype == torch.uint8:
                 x = x.float().div_(255.0)

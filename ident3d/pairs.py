@@ -16,7 +16,7 @@ truncated to the latent range (so only wide scales come out narrower).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -275,6 +275,15 @@ class RenderedPairs(PairDataset):
         return (z[1::2] - z[0::2]).std(axis=0)
 
 
+class PairBatch(NamedTuple):
+    """A batch of positive pairs: anchor and positive images (B, 3, H, W) and their latents (B, k)."""
+
+    x: torch.Tensor
+    x_pos: torch.Tensor
+    z: torch.Tensor
+    z_pos: torch.Tensor
+
+
 class PairLoader:
     """Batches ``[x, x_pos, z, z_pos]`` of a ``PairDataset``, equal batch for batch to
     ``DataLoader(pairs, ..., collate_fn=collate_views)`` but faster with workers.
@@ -300,9 +309,10 @@ class PairLoader:
     def __len__(self) -> int:
         return len(self.loader)
 
-    def __iter__(self) -> Iterator[list[torch.Tensor]]:
+    def __iter__(self) -> Iterator[PairBatch]:
         if not self.gather_here:
-            yield from self.loader
+            for batch in self.loader:
+                yield PairBatch(*batch)
             return
         latents = self.pairs.dataset.latents
         for anchor, positive in self.loader:
@@ -310,7 +320,7 @@ class PairLoader:
             b = len(anchor)
             batch = [images[:b], images[b:], torch.from_numpy(latents[anchor]),
                      torch.from_numpy(latents[positive])]
-            yield [t.pin_memory() for t in batch] if self.pin_memory else batch
+            yield PairBatch(*[t.pin_memory() for t in batch] if self.pin_memory else batch)
 
 
 class _Draws(Dataset):

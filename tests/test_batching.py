@@ -11,7 +11,7 @@ from torchvision.transforms import ToTensor, v2
 from ident3d.batching import collate_views, image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.packing import pack_split
-from ident3d.pairs import ContrastivePairs, PairLoader
+from ident3d.pairs import ContrastivePairs, PairBatch, PairLoader
 
 
 @pytest.fixture
@@ -72,6 +72,8 @@ def test_the_pair_loader_gives_the_plain_loaders_batches_for_any_workers_and_epo
         loader = PairLoader(pairs, batch_size=8, num_workers=workers)
         assert loader.gather_here and len(loader) == 3
         assert_same_batches(batches(loader), reference)
+        first = next(iter(loader))  # named fields, unpacking as before
+        assert isinstance(first, PairBatch) and first.z_pos.shape == (8, 10) and first.x is first[0]
     assert reference[0][0].dtype == (torch.uint8 if uint8 else torch.float32)
     pairs.set_epoch(3)
     assert not torch.equal(batches(PairLoader(pairs, batch_size=8))[0][2], reference[0][2])
