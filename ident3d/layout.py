@@ -1,4 +1,4 @@
-"""Where each file of a dataset split lives (README, "Dataset card").
+"""Where each file of a dataset split lives (docs/dataset-card.md).
 
 ``<root>/<split>/images/<index>.png``, ``raw_latents.npy``, ``latents.npy``, ``captions.txt``,
 ``manifest.json``, plus ``images.npy`` once packed and ``render_job.json`` / ``shards/`` while rendering.

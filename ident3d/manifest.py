@@ -1,4 +1,4 @@
-"""``manifest.json``: what a split holds and how it was made (README, "Dataset card")."""
+"""``manifest.json``: what a split holds and how it was made (docs/dataset-card.md)."""
 
 from __future__ import annotations
 

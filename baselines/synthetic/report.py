@@ -214,7 +214,8 @@ SUMMARY_END = "<!-- synthetic:end -->"
 
 
 def summary_block(folder: Path) -> str:
-    """The README's short table: per row and budget, the paper's numbers beside the seeds' mean ± sd."""
+    """The short table of docs/synthetic.md: per row and budget, the paper's numbers beside the seeds'
+    mean ± sd."""
     lines = [SUMMARY_BEGIN, "| row | setting | budget | seeds | R² paper | R² here | MCC paper | MCC here |",
              "|---|---|---|---|---|---|---|---|"]
     for (row_id, budget), members in groups(load_results(folder)).items():

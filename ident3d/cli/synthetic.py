@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "synthetic-figures/ beside it (default: print the report)")
     report.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     report.add_argument("--summary", action="store_true",
-                        help="the README's short table instead of the full report")
+                        help="the short table of docs/synthetic.md instead of the full report")
 
 
 def run(args: argparse.Namespace) -> int:

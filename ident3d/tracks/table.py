@@ -40,7 +40,7 @@ README_END = "<!-- tracks:end -->"
 
 
 def readme_block() -> str:
-    """The README's table of tracks, markers included."""
+    """The table of tracks in the README and docs/tracks.md, markers included."""
     header = ["track", "variant", "size", "images", "render on 2 CPU cores, disk", "what it is"]
     lines = [README_BEGIN, "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in summary_rows():
