@@ -20,7 +20,19 @@ RESULT_SCHEMA = "ident3d-result/1"
 
 @dataclass
 class Result:
+    """A result document that passed ``validate_result``: the evaluator makes one, ``Result.parse`` reads
+    one at the boundary (a file, a submission), and code that takes a ``Result`` need not check it again."""
+
     document: dict[str, Any]
+
+    @classmethod
+    def parse(cls, document: Any, source: str = "result") -> Result:
+        """Validate once; the error names ``source`` and the first offending field."""
+        try:
+            validate_result(document)
+        except ResultError as error:
+            raise ResultError(f"{source}: {error}") from None
+        return cls(document)
 
     @property
     def metrics(self) -> dict[str, float | None]:

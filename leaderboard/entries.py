@@ -7,6 +7,8 @@ in ``leaderboard/schemas/entry-v1.json``. Errors name the file and the field.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from typing import Any
 from ident3d import atomic
 from ident3d.errors import ResultError
 from ident3d.readers import read_json
-from ident3d.results import METRIC_KEYS, schema_problem, validate_result
+from ident3d.results import METRIC_KEYS, Result, schema_problem, validate_result
 from ident3d.tracks import tracks
 
 ENTRY_SCHEMA = "ident3d-leaderboard-entry/1"
@@ -26,8 +28,30 @@ def entry_schema() -> dict[str, Any]:
     return json.loads(files("ident3d.leaderboard.schemas").joinpath("entry-v1.json").read_text())
 
 
-def validate_entry(entry: Any, source: str) -> dict[str, Any]:
-    """Raise ResultError naming ``source`` and the first offending field; return the entry."""
+@dataclass(frozen=True)
+class Entry(Mapping[str, Any]):
+    """An entry document that passed ``validate_entry``: made by ``entry_from_result`` or read by
+    ``Entry.parse``; ``write_entry`` writes it without checking it again. Reads like the document."""
+
+    document: dict[str, Any]
+
+    @classmethod
+    def parse(cls, document: Any, source: str) -> Entry:
+        return cls(validate_entry(document, source))
+
+    def __getitem__(self, key: str) -> Any:
+        return self.document[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.document)
+
+    def __len__(self) -> int:
+        return len(self.document)
+
+
+def validate_entry(entry: Any, source: str, result_checked: bool = False) -> dict[str, Any]:
+    """Raise ResultError naming ``source`` and the first offending field; return the entry. With
+    ``result_checked`` the embedded result is a ``Result`` already validated at its boundary."""
     import jsonschema
 
     try:
@@ -36,7 +60,8 @@ def validate_entry(entry: Any, source: str) -> dict[str, Any]:
         raise ResultError(f"{source}: {schema_problem(error)}") from None
     if entry["result"] is not None:
         try:
-            validate_result(entry["result"])
+            if not result_checked:
+                validate_result(entry["result"])
         except ResultError as error:
             raise ResultError(f"{source}: field result/{str(error).removeprefix('result field ')}"
                               ) from None
@@ -106,18 +131,19 @@ def track_mismatch(result: dict[str, Any]) -> str | None:
     return None
 
 
-def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "self-reported",
+def entry_from_result(result: Result | dict[str, Any], entry_id: str, *, status: str = "self-reported",
                       name: str | None = None, authors: list[str] | None = None,
                       paper: str | None = None, code: str | None = None,
                       training_data: str = "unspecified", positives: str = "unspecified",
                       loss: str = "unspecified", model_space: str = "unspecified",
                       footnote: str | None = None, track: str | None = None,
-                      seed_group: str | None = None) -> dict[str, Any]:
-    """A schema-valid entry around an evaluator result (validated here, so errors come early).
+                      seed_group: str | None = None) -> Entry:
+    """A schema-valid entry around an evaluator result. A ``Result`` was validated at its boundary and
+    is not checked again; a plain document is parsed here (so errors come early).
 
     ``track``: the table the submitter asks for; refused unless the result was scored on it.
     ``seed_group``: shared by the runs of one method that differ only in their seed."""
-    validate_result(result)
+    result = (result if isinstance(result, Result) else Result.parse(result)).document
     scored_on = track_of(result)
     if track is not None and track != scored_on:
         hint = ("it was scored on custom data" if scored_on.startswith("custom:")
@@ -145,17 +171,19 @@ def entry_from_result(result: dict[str, Any], entry_id: str, *, status: str = "s
     }
     if seed_group is not None:
         entry["seed_group"] = seed_group
-    return validate_entry(entry, f"entry {entry_id}")
+    return Entry(validate_entry(entry, f"entry {entry_id}", result_checked=True))
 
 
-def rescore(result: dict[str, Any], checkpoint: Path, data: Path, tolerance: float = 1e-4) -> dict[str, Any]:
+def rescore(result: Result | dict[str, Any], checkpoint: Path, data: Path, tolerance: float = 1e-4) -> Result:
     """Score ``checkpoint`` again on ``data`` under the result's protocol and split; return the fresh
-    result when every metric (the means and every per-latent value) matches the submitted one, else
-    raise naming the first that differs."""
+    result (validated by the evaluator) when every metric (the means and every per-latent value)
+    matches the submitted one, else raise naming the first that differs."""
     from ident3d.evaluation import evaluate
 
-    fresh = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
-                     name=result["model"]["name"], progress=False).document
+    result = result.document if isinstance(result, Result) else result
+    scored = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
+                      name=result["model"]["name"], progress=False)
+    fresh = scored.document
     if track_of(fresh) != track_of(result):
         raise ResultError(f"field dataset/track: the result file says {track_of(result)}, but {data} is "
                           f"{track_of(fresh)}. Fix: re-score on the data the result was made on.")
@@ -171,12 +199,13 @@ def rescore(result: dict[str, Any], checkpoint: Path, data: Path, tolerance: flo
         if (submitted is None) != (again is None) or differs:
             raise ResultError(f"field {field}: the result file says {submitted}, re-scoring "
                               f"{checkpoint} gives {again}. Fix: submit the result of this checkpoint.")
-    return fresh
+    return scored
 
 
-def write_entry(entry: dict[str, Any], directory: Path) -> Path:
-    """Write a new entry; an existing ID is refused, never overwritten."""
-    validate_entry(entry, f"entry {entry.get('id')}")
+def write_entry(entry: Entry | dict[str, Any], directory: Path) -> Path:
+    """Write a new entry (an ``Entry`` is written as validated; a plain document is parsed first); an
+    existing ID is refused, never overwritten."""
+    entry = (entry if isinstance(entry, Entry) else Entry.parse(entry, f"entry {entry.get('id')}")).document
     path = Path(directory) / f"{entry['id']}.json"
     if path.exists():
         raise ResultError(f"field id: {entry['id']!r} already exists at {path}. Fix: choose another "

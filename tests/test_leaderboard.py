@@ -81,7 +81,7 @@ def test_verified_needs_a_checkpoint_hash_and_a_result():
     entry["status"] = "verified"
     with pytest.raises(ResultError, match="field (checkpoint_sha256|result)"):
         validate_entry(entry, "x.json")
-    verified = entry_from_result(fake_result(), "Doe2026Contrastive", status="verified")
+    verified = entry_from_result(fake_result(), "Doe2026Contrastive", status="verified").document
     assert verified["checkpoint_sha256"] == "ab" * 32
     verified["checkpoint_sha256"] = "ef" * 32
     with pytest.raises(ResultError, match="field checkpoint_sha256: .* the scored model"):
@@ -96,7 +96,7 @@ def test_no_committed_entry_is_verified_without_its_model_file():
     entries = load_entries(Path(__file__).resolve().parents[1] / "leaderboard" / "entries")
     lost = [e for e in entries if "not kept" in (e["footnote"] or "")]
     assert lost and all(e["status"] == "verified-once" for e in lost)
-    once = entry_from_result(fake_result(), "Doe2026Contrastive", status="verified-once")
+    once = entry_from_result(fake_result(), "Doe2026Contrastive", status="verified-once").document
     once["checkpoint_sha256"] = "ef" * 32
     with pytest.raises(ResultError, match="field checkpoint_sha256: .* the scored model"):
         validate_entry(once, "x.json")
@@ -108,8 +108,8 @@ def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
     path = write_entry(entry, tmp_path)
     with pytest.raises(ResultError, match="field id: 'Doe2026Contrastive_box' already exists"):
         write_entry(entry, tmp_path)
-    assert json.loads(path.read_text()) == entry
-    tampered = copy.deepcopy(entry)
+    assert json.loads(path.read_text()) == entry.document
+    tampered = copy.deepcopy(entry.document)
     tampered["metrics"]["linear_r2"] = 0.99
     with pytest.raises(ResultError, match="metrics/linear_r2: 0.99 differs from the result's 0.8"):
         validate_entry(tampered, "t.json")
@@ -117,7 +117,7 @@ def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
     bad["per_latent"][3]["mcc_pearson"] = -0.5
     with pytest.raises(ResultError, match="per_latent/3/mcc_pearson"):
         entry_from_result(bad, "Doe2026Contrastive_bad")
-    (tmp_path / "Other2026Name.json").write_text(json.dumps(entry))
+    (tmp_path / "Other2026Name.json").write_text(json.dumps(entry.document))
     with pytest.raises(ResultError, match="must equal the file name"):
         load_entries(tmp_path)
 
@@ -562,3 +562,27 @@ def test_the_page_shows_the_companion_columns_only_where_a_row_has_them(tmp_path
         page.locator('#board th[data-key="dci_disentanglement"]').click()  # best first
         assert page.locator("#board tbody tr").first.get_attribute("data-id") == "Roe2026Dci"
         browser.close()
+
+
+def test_leaderboard_add_validates_the_submitted_result_once(tmp_path, monkeypatch):
+    """The result is parsed into a Result at the boundary; the entry built around it and the writer
+    trust that type instead of checking the same document again."""
+    import ident3d.leaderboard.entries as entries_module
+    import ident3d.results as results_module
+    from ident3d.cli import main as cli
+
+    calls = []
+    original = results_module.validate_result
+
+    def counting(document):
+        calls.append(document["model"]["name"])
+        return original(document)
+
+    monkeypatch.setattr(results_module, "validate_result", counting)
+    monkeypatch.setattr(entries_module, "validate_result", counting)
+    (tmp_path / "result.json").write_text(json.dumps(fake_result()))
+    (tmp_path / "entries").mkdir()
+    assert cli(["leaderboard", "add", str(tmp_path / "result.json"), "--id", "Doe2026Once",
+                "--entries", str(tmp_path / "entries")]) == 0
+    assert len(calls) == 1
+    assert load_entries(tmp_path / "entries")[0]["id"] == "Doe2026Once"

@@ -56,17 +56,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add.add_argument("--data", type=Path, help="dataset root for re-scoring --checkpoint")
 
 
-def _read_result(path: Path) -> dict:
+def _read_result(path: Path):
+    """The result file, parsed and validated once here (the boundary): a ``Result``."""
     from ident3d.errors import ResultError
     from ident3d.readers import read_json
-    from ident3d.results import validate_result
+    from ident3d.results import Result
 
     document = read_json(path, ResultError, "pass the result file written by `ident3d evaluate`")
-    try:
-        validate_result(document)
-    except ResultError as error:
-        raise ResultError(f"{path}: {error}") from None
-    return document
+    return Result.parse(document, str(path))
 
 
 def _clone_entries(here: Path) -> Path:
@@ -135,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     track = _track_id(args.track)
     if args.action == "compare":
         candidate = entry_from_result(result, "Candidate0000Result", track=track)
-        print(report(load_entries(args.entries), candidate, str(args.result)))
+        print(report(load_entries(args.entries), candidate.document, str(args.result)))
         return 0
     status = "self-reported"
     if args.checkpoint is not None:
