@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -216,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             for path in add_entries(experiment, args.out, args.entries):
                 print(path)
     except Ident3dError as error:
-        print(f"error: {error}")
+        print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
 

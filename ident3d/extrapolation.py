@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ident3d.metrics import kernel_ridge_predict
+from ident3d.metrics import affine_predict, kernel_ridge_predict
 
 HELD_OUT = 0.5
 
@@ -31,18 +31,12 @@ def _r2(truth: np.ndarray, prediction: np.ndarray, variance: float) -> float:
     return float(np.clip(1.0 - np.mean((truth - prediction) ** 2) / variance, 0.0, 1.0))
 
 
-def _linear(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray) -> np.ndarray:
-    design = np.hstack([h_fit, np.ones((len(h_fit), 1))])
-    coef, *_ = np.linalg.lstsq(design, y_fit, rcond=None)
-    return np.hstack([h_score, np.ones((len(h_score), 1))]) @ coef
-
-
 def _scores(z_fit, h_fit, z_score, h_score, fit_rows, score_rows, latents, kernel, variance):
     """Linear and kernel R² of ``latents`` fitted on ``fit_rows`` and scored on ``score_rows``."""
     out = []
     for j in latents:
         truth = z_score[score_rows, j]
-        linear = _linear(h_fit[fit_rows], z_fit[fit_rows, j], h_score[score_rows])
+        linear = affine_predict(h_fit[fit_rows], z_fit[fit_rows, j], h_score[score_rows])
         choice = kernel[j]
         nonlinear = kernel_ridge_predict(h_fit[fit_rows], z_fit[fit_rows, j:j + 1], h_score[score_rows],
                                          choice["alpha"], choice["gamma"])[:, 0]

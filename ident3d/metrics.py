@@ -35,13 +35,17 @@ def r2_per_latent(z: np.ndarray, prediction: np.ndarray) -> np.ndarray:
     return np.where(constant, exact, 1.0 - residual / np.where(constant, 1.0, total))
 
 
+def affine_predict(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray) -> np.ndarray:
+    """Predictions on ``h_score`` of the affine least-squares read-out from ``h_fit`` to ``y_fit``."""
+    design = np.hstack([h_fit, np.ones((len(h_fit), 1))]).astype(np.float64)
+    coef, *_ = np.linalg.lstsq(design, y_fit.astype(np.float64), rcond=None)
+    return np.hstack([h_score, np.ones((len(h_score), 1))]) @ coef
+
+
 def linear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray,
               h_score: np.ndarray) -> np.ndarray:
     """Per-latent R^2 of an affine least-squares read-out fitted on the fit set."""
-    design = np.hstack([h_fit, np.ones((len(h_fit), 1))]).astype(np.float64)
-    coef, *_ = np.linalg.lstsq(design, z_fit.astype(np.float64), rcond=None)
-    prediction = np.hstack([h_score, np.ones((len(h_score), 1))]) @ coef
-    return r2_per_latent(z_score.astype(np.float64), prediction)
+    return r2_per_latent(z_score.astype(np.float64), affine_predict(h_fit, z_fit, h_score))
 
 
 def _rbf(a: np.ndarray, b: np.ndarray, gamma: float) -> np.ndarray:

@@ -62,7 +62,9 @@ def test_a_tiny_experiment_runs_scores_reports_and_resumes(tmp_path, capsys):
     assert check_entries(experiment, out, entries).count("| matches |") == 6
     capsys.readouterr()
     assert main([str(tmp_path / "tiny.toml"), str(out), "--runs", "nope"]) == 1
-    assert "no run named 'nope'" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    error_lines = captured.err.splitlines()
+    assert len(error_lines) == 1 and error_lines[0].startswith("error: ") and "no run named 'nope'" in error_lines[0]
 
 
 def test_the_cpu_track_file_names_the_committed_entries():
