@@ -64,7 +64,8 @@ def test_a_tiny_experiment_runs_scores_reports_and_resumes(tmp_path, capsys):
     assert main([str(tmp_path / "tiny.toml"), str(out), "--runs", "nope"]) == 1
     captured = capsys.readouterr()
     error_lines = captured.err.splitlines()
-    assert len(error_lines) == 1 and error_lines[0].startswith("error: ") and "no run named 'nope'" in error_lines[0]
+    assert len(error_lines) == 1 and error_lines[0].startswith("error: ")
+    assert "no run named 'nope'" in error_lines[0]
 
 
 def test_the_cpu_track_file_names_the_committed_entries():
