@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ident3d import atomic
 from ident3d.baselines.experiment import Experiment, Run
 from ident3d.baselines.reproduction import load_runs, paired_spec, training_minutes
 from ident3d.manifest import read_manifest
@@ -89,9 +90,8 @@ def reproduce_command(experiment: Experiment, run: Run) -> str:
 def check_entries(experiment: Experiment, out: Path, entries: Path) -> str:
     """Re-score every local checkpoint against its entry with the leaderboard's own re-scoring: the
     file's sha256, and every metric (means and per latent) within its tolerance."""
-    from ident3d.atomic import sha256_file
     from ident3d.errors import ResultError
-    from ident3d.leaderboard.entries import rescore
+    from ident3d.leaderboard.entries import recheck
 
     lines = ["| entry | checkpoint sha256 | re-scored | verdict |", "|---|---|---|---|"]
     for spec in experiment.runs:
@@ -105,12 +105,11 @@ def check_entries(experiment: Experiment, out: Path, entries: Path) -> str:
                 lines.append(f"| {entry_id} | – | – | no entry (add it with --add-entries) |")
                 continue
             entry = json.loads(path.read_text())
-            same_file = sha256_file(checkpoint) == entry["checkpoint_sha256"]
             try:
-                shown = {**entry["result"], "metrics": entry["metrics"]}  # what the table shows
-                rescore(shown, checkpoint, experiment.data_root(out, spec.data))
+                same_file = recheck(entry, checkpoint, experiment.data_root(out, spec.data))
                 scored = "every metric matches"
             except ResultError as error:
+                same_file = atomic.sha256_file(checkpoint) == entry["checkpoint_sha256"]
                 scored = str(error).split(". Fix:")[0]
             verdict = "matches" if same_file and scored == "every metric matches" else "DIFFERS"
             lines.append(f"| {entry_id} | {'same' if same_file else 'DIFFERENT'} | {scored} | {verdict} |")

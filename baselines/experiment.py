@@ -11,7 +11,9 @@ budget, with ``--set`` overrides and seeds. The driver renders and packs the dat
 (``ident3d render``, ``ident3d pack``), trains each run (``ident3d train``, resumed from its checkpoint
 after an interruption), exports the pixel read-out for ``preset = "pixels"``, scores every encoder
 under both protocols (``ident3d evaluate``) and writes ``OUT/REPRODUCTION.md`` (the report of
-``ident3d.baselines.reproduction``). Every step is skipped when its output exists. Each run folder holds
+``ident3d.baselines.reproduction``). Every step is skipped when its output exists, and the data sets
+and runs are jobs of the experiments' driver (``ident3d.baselines.driver``), so several processes (or
+cluster jobs on a shared folder) may run one file into one OUT. Each run folder holds
 ``experiment.json``: its name, seed group, data, preset and seed, which the report reads.
 """
 
@@ -23,10 +25,12 @@ import os
 import sys
 import tomllib
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ident3d import atomic
+from ident3d.baselines.driver import Job, run_jobs
 from ident3d.cli import main as ident3d
 from ident3d.errors import Ident3dError
 from ident3d.layout import SplitLayout
@@ -60,6 +64,10 @@ class Experiment:
 
     def data_root(self, out: Path, name: str) -> Path:
         return Path(out) / "data" / name
+
+    def data_ready(self, out: Path, name: str) -> Path:
+        """The marker ``prepare_data`` writes last, beside the data set (not in it): rendered, packed."""
+        return Path(out) / "data" / f".{name}.ready"
 
 
 def load_experiment(path: Path) -> Experiment:
@@ -135,6 +143,7 @@ def prepare_data(experiment: Experiment, out: Path, name: str, workers: int) -> 
             _quiet("pack", "--data", str(root), "--split", split)
     if "test" in spec and not (root / "test").exists():  # scored on another data set's test split
         os.symlink((experiment.data_root(out, spec["test"]) / "test").resolve(), root / "test")
+    atomic.write_bytes(experiment.data_ready(out, name), b"")
     return root
 
 
@@ -174,7 +183,9 @@ def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
 
 def run_experiment(experiment: Experiment, out: Path, only: list[str] | None = None, device: str = "cpu",
                    workers: int = 2) -> list[Path]:
-    """Every run (or those whose name or folder is in ``only``), data first; return the run folders."""
+    """Every run (or those whose name or folder is in ``only``), data first, as jobs of the driver
+    (``ident3d.baselines.driver``: another process may run the same file into ``out`` at the same
+    time); return the folders of the finished runs."""
     runs = [r for r in experiment.runs if not only or r.group in only or r.folder in only]
     missing = set(only or ()) - {r.group for r in runs} - {r.folder for r in runs}
     if missing:
@@ -182,9 +193,13 @@ def run_experiment(experiment: Experiment, out: Path, only: list[str] | None = N
                               f"{', '.join(dict.fromkeys(r.group for r in experiment.runs))}.")
     needed = dict.fromkeys(name for r in runs
                            for name in (experiment.data[r.data].get("test"), r.data) if name)
-    for name in needed:
-        prepare_data(experiment, out, name, workers)
-    return [run_one(experiment, run, out, device) for run in runs]
+    jobs = [Job(f"data-{name}", experiment.data_ready(out, name),
+                partial(prepare_data, experiment, out, name, workers), wait=True) for name in needed]
+    jobs += [Job(f"run-{run.folder}", Path(out) / "runs" / run.folder / RUN_RECORD,
+                 partial(run_one, experiment, run, out, device)) for run in runs]
+    run_jobs(jobs, Path(out))
+    folders = [Path(out) / "runs" / run.folder for run in runs]
+    return [folder for folder in folders if (folder / RUN_RECORD).exists()]
 
 
 def main(argv: list[str] | None = None) -> int:

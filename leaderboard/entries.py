@@ -174,7 +174,8 @@ def entry_from_result(result: Result | dict[str, Any], entry_id: str, *, status:
     return Entry(validate_entry(entry, f"entry {entry_id}", result_checked=True))
 
 
-def rescore(result: Result | dict[str, Any], checkpoint: Path, data: Path, tolerance: float = 1e-4) -> Result:
+def rescore(result: Result | dict[str, Any], checkpoint: Path, data: Path, tolerance: float = 1e-4,
+            claimed_by: str = "the result file") -> Result:
     """Score ``checkpoint`` again on ``data`` under the result's protocol and split; return the fresh
     result (validated by the evaluator) when every metric (the means and every per-latent value)
     matches the submitted one, else raise naming the first that differs."""
@@ -185,7 +186,7 @@ def rescore(result: Result | dict[str, Any], checkpoint: Path, data: Path, toler
                       name=result["model"]["name"], progress=False)
     fresh = scored.document
     if track_of(fresh) != track_of(result):
-        raise ResultError(f"field dataset/track: the result file says {track_of(result)}, but {data} is "
+        raise ResultError(f"field dataset/track: {claimed_by} says {track_of(result)}, but {data} is "
                           f"{track_of(fresh)}. Fix: re-score on the data the result was made on.")
     pairs = [(f"metrics/{key}", submitted, fresh["metrics"].get(key))
              for key, submitted in result["metrics"].items()]
@@ -197,9 +198,19 @@ def rescore(result: Result | dict[str, Any], checkpoint: Path, data: Path, toler
     for field, submitted, again in pairs:
         differs = again is not None and submitted is not None and abs(again - submitted) > tolerance
         if (submitted is None) != (again is None) or differs:
-            raise ResultError(f"field {field}: the result file says {submitted}, re-scoring "
+            raise ResultError(f"field {field}: {claimed_by} says {submitted}, re-scoring "
                               f"{checkpoint} gives {again}. Fix: submit the result of this checkpoint.")
     return scored
+
+
+def recheck(entry: Mapping[str, Any], checkpoint: Path, data: Path) -> bool:
+    """Re-score ``checkpoint`` on ``data`` against everything the entry shows (its table metrics and
+    its result's per-latent values); raise naming the first value that differs. Returns whether the
+    file is the one the entry was verified with (same sha256): equal scores from different bytes
+    happen when a model is exported again by another version of torch or of this package."""
+    rescore({**entry["result"], "metrics": entry["metrics"]}, checkpoint, data,
+            claimed_by=f"entry {entry['id']}")
+    return atomic.sha256_file(checkpoint) == entry.get("checkpoint_sha256")
 
 
 def write_entry(entry: Entry | dict[str, Any], directory: Path) -> Path:

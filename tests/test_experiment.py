@@ -1,13 +1,14 @@
 """The experiment driver (ident3d.baselines.experiment) on a tiny real experiment: renders its data,
 trains two seeds and the pixel read-out, scores each under both protocols, writes the report and
-verified entries, resumes without redoing anything, and the shipped CPU-track file parses to the runs
-and entry ids the committed entries have."""
+verified entries, skips a run another process holds, resumes without redoing anything, and the
+shipped CPU-track file parses to the runs and entry ids the committed entries have."""
 
 import json
 
 import pytest
 
 from ident3d.baselines.baseline_entries import add_entries, check_entries
+from ident3d.baselines.driver import _owner
 from ident3d.baselines.experiment import ExperimentError, load_experiment, main
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 
@@ -39,7 +40,15 @@ preset = "pixels"
 def test_a_tiny_experiment_runs_scores_reports_and_resumes(tmp_path, capsys):
     (tmp_path / "tiny.toml").write_text(TINY)
     out = tmp_path / "out"
+    out.mkdir()
+    (out / ".run-small-smoke-s1.lock").write_text(_owner())  # another live process holds this run
     assert main([str(tmp_path / "tiny.toml"), str(out)]) == 0
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["small-pixels", "small-smoke-s0"]
+    first = (out / "runs/small-smoke-s0/encoder.pt2").stat().st_mtime_ns
+    (out / ".run-small-smoke-s1.lock").unlink()  # it went away without finishing: this process takes it
+    assert main([str(tmp_path / "tiny.toml"), str(out), "--runs", "small-smoke"]) == 0
+    assert (out / "runs/small-smoke-s0/encoder.pt2").stat().st_mtime_ns == first
+    assert (out / "data/.small.ready").exists() and not list(out.glob(".*.lock"))
     folders = sorted(p.name for p in (out / "runs").iterdir())
     assert folders == ["small-pixels", "small-smoke-s0", "small-smoke-s1"]
     for folder in folders:

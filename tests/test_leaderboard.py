@@ -194,6 +194,7 @@ def test_committed_leaderboard_is_current():
 
 
 def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reproduce(tmp_path):
+    """`add --checkpoint` and `rescore` run the same check: every number shown, and the file's sha256."""
     import torch
     from conftest import write_fake_split
 
@@ -228,6 +229,33 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
     factor = result["per_latent"][3]["factor"]
     refused = add("one-latent.json", "Doe2026OneLatent")
     assert refused.returncode == 1 and f"per_latent/{factor}/mcc_pearson" in refused.stderr
+
+    class Halve(torch.nn.Module):
+        def forward(self, x):
+            return 0.5 * x.flatten(1)
+
+    class Square(torch.nn.Module):
+        def forward(self, x):
+            return (x * x).flatten(1)
+
+    def rescore(model):
+        return subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "leaderboard", "rescore",
+                               "Doe2026Flat", "--checkpoint", str(tmp_path / model), "--data", str(tmp_path),
+                               "--entries", str(entries)], capture_output=True, text=True)
+
+    again = rescore("flat.pt2")  # the entry's own file: every number and the sha256 match
+    assert again.returncode == 0 and "same sha256" in again.stdout, again.stderr
+    halved = torch.export.export(Halve().eval(), (torch.rand(2, 3, 16, 16),),
+                                 dynamic_shapes=({0: torch.export.Dim("batch")},))
+    torch.export.save(halved, str(tmp_path / "halved.pt2"))  # other bytes, same features up to scale
+    assert "different sha256" in rescore("halved.pt2").stdout
+    squared = torch.export.export(Square().eval(), (torch.rand(2, 3, 16, 16),),
+                                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+    torch.export.save(squared, str(tmp_path / "squared.pt2"))
+    refused = rescore("squared.pt2")
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 1 and len(lines) == 1, refused.stderr
+    assert lines[0].startswith("error: field ") and "entry Doe2026Flat says" in lines[0]
 
 
 def test_compare_prints_the_rank_without_writing(tmp_path):

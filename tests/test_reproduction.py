@@ -147,7 +147,8 @@ def test_entries_are_rescored_and_verified(tmp_path):
     clica_path.write_text(json.dumps(other))
     lines = {line.split(" | ")[0].strip("| "): line
              for line in check_entries(experiment, out, entries).splitlines()}
-    assert "| same | field metrics/linear_r2: the result file says" in lines["Ident2026CpuTrack_v2-pixels"]
+    assert "| same | field metrics/linear_r2: entry Ident2026CpuTrack_v2-pixels says" in lines[
+        "Ident2026CpuTrack_v2-pixels"]
     assert lines["Ident2026CpuTrack_v2-pixels"].endswith("| DIFFERS |")
     assert "| DIFFERENT |" in lines["Ident2026CpuTrack_v2-pixels-clica"]
     assert lines["Ident2026CpuTrack_v2-pixels-clica"].endswith("| DIFFERS |")

@@ -1,15 +1,12 @@
-"""The synthetic plan: parsed and checked, shared by processes through lock files, resumable."""
+"""The synthetic plan: parsed and checked, run by the experiments' driver (shared, resumable)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from ident3d.baselines.synthetic.sweep import claim, load_plan, parse_plan, sweep
+from ident3d.baselines.synthetic.sweep import load_plan, parse_plan, sweep
 from ident3d.cli import main
 from ident3d.errors import TrainingError
 
@@ -43,30 +40,8 @@ def test_the_package_plan_names_known_rows_and_every_bad_plan_is_refused_by_name
         load_plan(tmp_path / "big.toml")
 
 
-def test_a_live_claim_is_respected_and_a_dead_one_is_taken_over(tmp_path):
-    from ident3d.baselines.synthetic.sweep import _owner
-
-    lock = tmp_path / ".run.lock"
-    with claim(lock) as owned:
-        assert owned and lock.read_text() == _owner()
-        with claim(lock) as again:
-            assert not again  # held by a live process (this one)
-    assert not lock.exists()
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    boot = _owner().partition(" ")[2]
-    for stale in (f"{dead} {boot}", f"{os.getpid()} an-earlier-boot", "garbage"):
-        lock.write_text(stale)  # a dead owner; a live pid of another boot; not a pid at all
-        with claim(lock) as owned:
-            assert owned and lock.read_text() == _owner()
-    os.mkfifo(lock)  # not a lock: never read into a hang, never removed
-    with claim(lock) as owned:
-        assert not owned
-    assert lock.is_fifo()
-
-
 def test_a_sweep_runs_what_is_missing_skips_what_is_claimed_and_then_has_nothing_to_do(tmp_path, capsys):
-    from ident3d.baselines.synthetic.sweep import _owner
+    from ident3d.baselines.driver import _owner
 
     plan, out = tmp_path / "plan.toml", tmp_path / "results"
     plan.write_text(TINY)

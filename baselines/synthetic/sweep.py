@@ -1,29 +1,25 @@
 """Run a plan of the synthetic experiments: rows x seeds at a budget, resumable, shared by processes.
 
 A plan is a TOML file of ``[[sweep]]`` tables (``name``, ``rows``, ``seeds``, ``budget``); the
-measured table of this project is ``plan.toml`` beside this module. Any number of processes may run
-the same plan into the same folder: each run is claimed by an exclusive lock file holding the
-claimer's pid, a finished run (its result file exists) is skipped, and a run whose claimer died is
-taken over and resumes from its checkpoint.
+measured table of this project is ``plan.toml`` beside this module. Each (row, seed) is a job of the
+experiments' driver (``ident3d.baselines.driver``): any number of processes may run the same plan
+into the same folder; a finished run (its result file exists) is skipped, and a run whose claimer
+died is taken over and resumes from its checkpoint.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import tomllib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from importlib.resources import files
 from pathlib import Path
 
+from ident3d.baselines.driver import Job, run_jobs
 from ident3d.baselines.synthetic.run import Budget, result_name, run
 from ident3d.baselines.synthetic.table import get_row
 from ident3d.errors import TrainingError
 from ident3d.readers import read_regular
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,75 +69,15 @@ def parse_plan(text: str, source: str) -> list[Sweep]:
     return sweeps
 
 
-def _owner() -> str:
-    """This process as a lock records it: pid and the machine's boot id (a pid recurs after a reboot)."""
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        boot = ""
-    return f"{os.getpid()} {boot}"
-
-
-def _held(text: str) -> bool:
-    """Whether the owner recorded in a lock is a live process of this boot."""
-    pid, _, boot = text.strip().partition(" ")
-    if not pid.isdigit() or boot != _owner().partition(" ")[2]:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@contextmanager
-def claim(lock: Path) -> Iterator[bool]:
-    """Yield True if this process now owns ``lock`` (taking over one whose owner died), else False.
-    Something at ``lock`` that is not a lock file (a folder, a FIFO, a large file) is left alone."""
-    for _ in range(2):
-        try:
-            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                text = read_regular(lock, 256).decode("ascii")
-            except (OSError, ValueError):
-                log.warning("%s is not a lock file this command wrote; its run is skipped", lock)
-                yield False
-                return
-            if _held(text):
-                yield False
-                return
-            lock.unlink(missing_ok=True)
-            continue
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(_owner())
-        try:
-            yield True
-        finally:
-            lock.unlink(missing_ok=True)
-        return
-    yield False
-
-
 def sweep(sweeps: list[Sweep], out: Path, only: str | None = None, progress: bool = True) -> list[Path]:
     """Run every (row, seed) of the chosen sweeps not yet finished or claimed; return the results."""
     chosen = [s for s in sweeps if only is None or s.name == only]
     if not chosen:
         raise TrainingError(f"no sweep named {only!r}; the plan has {', '.join(s.name for s in sweeps)}")
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
+    jobs = []
     for s in chosen:
-        for row_id in s.rows:
-            row = get_row(row_id)
+        for row in map(get_row, s.rows):
             for seed in s.seeds:
-                path = out / result_name(row, seed, s.budget)
-                if path.exists():
-                    continue
-                with claim(out / f".{path.stem}.lock") as owned:
-                    if owned:
-                        written.append(run(row, seed, s.budget, out, progress=progress))
-                    else:
-                        log.info("%s is being run by another process; skipped", path.name)
-    return written
+                done = out / result_name(row, seed, s.budget)
+                jobs.append(Job(done.stem, done, partial(run, row, seed, s.budget, out, progress=progress)))
+    return run_jobs(jobs, out)

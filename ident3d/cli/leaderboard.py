@@ -3,12 +3,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = "build the leaderboard (LEADERBOARD.md and the web page), add a result, or see where it ranks"
+HELP = ("build the leaderboard (LEADERBOARD.md and the web page), add a result, see where it ranks, or "
+        "re-score an entry's model file")
 EXAMPLE = ("ident3d leaderboard compare runs/normal-box/result.json\n"
            "  ident3d leaderboard add runs/nb/result.json --id Doe2026Contrastive_box --author 'J. Doe'\n"
            "  ident3d leaderboard add result.json --id Doe2026Contrastive --checkpoint encoder.pt2 "
            "--data data/3dident   # verified\n"
            "  ident3d leaderboard build [--check]\n"
+           "  ident3d leaderboard rescore Ident2026CpuTrack_v2-pixels --checkpoint pixels.pt2 "
+           "--data data/cpu-track\n"
            "  ident3d leaderboard export Ident2026CpuTrack_v2-supervised --format model-index")
 
 
@@ -31,7 +34,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                              "model repository's .eval_results/ folder")
     export.add_argument("--hub-dataset", metavar="ID", help="the Hub id of the dataset the track was "
                                                             "published under (needed for eval-results)")
-    for q in (build, add, compare, export):
+    rescore = sub.add_parser("rescore", help="score an entry's model file again and check every number the "
+                                             "entry shows; writes nothing")
+    rescore.add_argument("entry_id", metavar="ID", help="the entry's id")
+    rescore.add_argument("--checkpoint", type=Path, required=True, help="the model file (.pt2)")
+    rescore.add_argument("--data", type=Path, required=True, help="the dataset root the entry was scored on")
+    for q in (build, add, compare, export, rescore):
         q.add_argument("--entries", type=Path,
                        help="folder of entry files (default: leaderboard/entries of the clone you are in; "
                             "compare falls back to the entries shipped with ident3d)")
@@ -103,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, rescore, write_entry
 
     here = Path.cwd()
-    if args.action in ("compare", "export"):
+    if args.action in ("compare", "export", "rescore"):
         local = here / "leaderboard" / "entries"
         args.entries = args.entries or (local if local.is_dir() else ENTRIES_DIR)
     else:  # add and build write: only where the user says, or into the clone they are in
@@ -127,6 +135,16 @@ def run(args: argparse.Namespace) -> int:
         from ident3d.leaderboard.hub_export import export
 
         print(export(_entry(args.entries, args.entry_id), args.format, args.hub_dataset), end="")
+        return 0
+    if args.action == "rescore":
+        from ident3d.leaderboard.entries import recheck
+
+        entry = _entry(args.entries, args.entry_id)
+        same_file = recheck(entry, args.checkpoint, args.data)
+        print(f"{args.entry_id}: every metric the entry shows matches the re-scored {args.checkpoint} on "
+              f"{args.data}; " + ("the file is the one the entry was verified with (same sha256)" if same_file
+                                 else "the file's bytes differ from the one the entry was verified with "
+                                      "(same scores, different sha256: exported again)"))
         return 0
     result = _read_result(args.result)
     track = _track_id(args.track)
