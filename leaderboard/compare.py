@@ -4,17 +4,17 @@ around it, and per-latent differences to the nearest rows that report per-latent
 from __future__ import annotations
 
 from ident3d.leaderboard.markdown import percent, table_lines
-from ident3d.leaderboard.ranking import Entry, placement
+from ident3d.leaderboard.ranking import Row, placement
 
 AROUND = 2  # rows shown above and below the candidate
 
 
-def per_latent(entry: Entry) -> dict[str, dict[str, float | None]]:
+def per_latent(entry: Row) -> dict[str, dict[str, float | None]]:
     result = entry.get("result")
     return {row["factor"]: row for row in result["per_latent"]} if result else {}
 
 
-def report(entries: list[Entry], candidate: Entry, label: str) -> str:
+def report(entries: list[Row], candidate: Row, label: str) -> str:
     rank, size, table = placement(entries, candidate)
     candidate = table[rank - 1]  # the table's own row for it
     lines = [f"{label} would rank {rank} of {size} in {candidate['dataset']} · {candidate['protocol']}"

@@ -86,12 +86,12 @@ def validate_entry(entry: Any, source: str, result_checked: bool = False) -> dic
     return entry
 
 
-def load_entries(directory: Path = ENTRIES_DIR) -> list[dict[str, Any]]:
-    """Every entry of ``directory``, validated, sorted by ID; an entry's ID must be its file name."""
+def load_entries(directory: Path = ENTRIES_DIR) -> list[Entry]:
+    """Every entry of ``directory``, parsed once (validated), sorted by ID; an entry's ID must be its
+    file name."""
     entries = []
     for path in sorted(Path(directory).glob("*.json")):
-        entry = read_json(path, ResultError, "fix or remove this entry file")
-        validate_entry(entry, str(path))
+        entry = Entry.parse(read_json(path, ResultError, "fix or remove this entry file"), str(path))
         if entry["id"] != path.stem:
             raise ResultError(f"{path}: field id: {entry['id']!r} must equal the file name "
                               f"{path.stem!r}. Fix: rename the file or the id.")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ident3d.leaderboard.companions import COLUMNS, any_companions, companion_metrics
-from ident3d.leaderboard.ranking import Entry, ranked_tables
+from ident3d.leaderboard.ranking import Row, ranked_tables
 from ident3d.tracks import tracks
 
 HEADER = """# Leaderboard
@@ -48,11 +48,11 @@ def url(value: str) -> str:
                    for c in value).replace("&", "%26").replace("'", "%27").replace("*", "%2A")
 
 
-def _link(entry: Entry) -> str:
+def _link(entry: Row) -> str:
     return f"[{text(entry['name'])}]({url(entry['paper'])})" if entry["paper"] else text(entry["name"])
 
 
-def _row(rank: int | str, entry: Entry, companions: bool = False) -> str:
+def _row(rank: int | str, entry: Row, companions: bool = False) -> str:
     m, s = entry["metrics"], entry.get("metrics_std") or {}
     ident = (", ".join(f"`{run['id']}`" for run in entry["runs"]) if "runs" in entry
              else f"`{entry['id']}`")
@@ -64,7 +64,7 @@ def _row(rank: int | str, entry: Entry, companions: bool = False) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def table_lines(table: list[Entry], start: int = 1) -> list[str]:
+def table_lines(table: list[Row], start: int = 1) -> list[str]:
     """Ranked rows (best first, the first ranked ``start``) as Markdown lines; a seed group's runs
     follow its row, unranked."""
     companions = any_companions(table)  # DCI and extrapolation columns where a row has them
@@ -78,7 +78,7 @@ def table_lines(table: list[Entry], start: int = 1) -> list[str]:
     return lines
 
 
-def render_markdown(entries: list[Entry]) -> str:
+def render_markdown(entries: list[Row]) -> str:
     parts = [HEADER]
     known = tracks()
     for (track, protocol), table in ranked_tables(entries).items():

@@ -8,24 +8,25 @@ so one method cannot fill several ranks.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from typing import Any
 
 from ident3d.errors import ResultError
 from ident3d.results import METRIC_KEYS
 
-Entry = dict[str, Any]
+Row = Mapping[str, Any]  # an entry (``leaderboard.entries.Row``) or a seed group's row
 Table = tuple[str, str]  # (dataset, protocol)
 GROUP_AGREES_ON = ("loss", "positives", "model_space", "training_data", "status", "paper", "code")
 
 
-def rank_key(row: Entry) -> tuple[float, float, str]:
+def rank_key(row: Row) -> tuple[float, float, str]:
     """Higher MCC first, then higher linear R^2; a missing MCC ranks below every number."""
     m = row["metrics"]
     mcc = m.get("mcc_pearson")
     return (-(mcc if mcc is not None else -1.0), -m["linear_r2"], row["id"])
 
 
-def table_of(entry: Entry) -> Table:
+def table_of(entry: Row) -> Table:
     return entry["dataset"], entry["protocol"]
 
 
@@ -35,7 +36,7 @@ def _mean_and_sd(values: list[float | None]) -> tuple[float | None, float | None
     return statistics.fmean(values), statistics.stdev(values)
 
 
-def seed_group_row(name: str, runs: list[Entry]) -> Entry:
+def seed_group_row(name: str, runs: list[Row]) -> Row:
     """One row for the runs of ``name``: every metric's mean and sample sd over the runs."""
     first = runs[0]
     for field in GROUP_AGREES_ON:
@@ -54,9 +55,9 @@ def seed_group_row(name: str, runs: list[Entry]) -> Entry:
             "checkpoint_sha256": None, "result": None, "runs": sorted(runs, key=rank_key)}
 
 
-def grouped(entries: list[Entry]) -> list[Entry]:
+def grouped(entries: list[Row]) -> list[Row]:
     """One table's rows, best first: seed groups of two or more runs collapse into one row."""
-    groups: dict[str, list[Entry]] = {}
+    groups: dict[str, list[Row]] = {}
     for entry in entries:
         if entry.get("seed_group"):
             groups.setdefault(entry["seed_group"], []).append(entry)
@@ -65,17 +66,17 @@ def grouped(entries: list[Entry]) -> list[Entry]:
     return sorted(rows, key=rank_key)
 
 
-def ranked_tables(entries: list[Entry]) -> dict[Table, list[Entry]]:
+def ranked_tables(entries: list[Row]) -> dict[Table, list[Row]]:
     """Tables with the most entries first (then by dataset and protocol), each's rows ranked best
     first; the page opens on the first."""
-    tables: dict[Table, list[Entry]] = {}
+    tables: dict[Table, list[Row]] = {}
     for entry in entries:
         tables.setdefault(table_of(entry), []).append(entry)
     order = sorted(tables, key=lambda key: (-len(tables[key]), key))
     return {key: grouped(tables[key]) for key in order}
 
 
-def placement(entries: list[Entry], candidate: Entry) -> tuple[int, int, list[Entry]]:
+def placement(entries: list[Row], candidate: Row) -> tuple[int, int, list[Row]]:
     """Where ``candidate`` (a single run) would rank in its table: (rank, rows with it, the rows)."""
     solo = {**candidate, "seed_group": None}
     rows = grouped([e for e in entries if table_of(e) == table_of(candidate)] + [solo])

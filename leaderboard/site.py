@@ -7,7 +7,7 @@ import statistics
 from importlib.resources import files
 
 from ident3d.leaderboard.companions import companion_metrics
-from ident3d.leaderboard.ranking import Entry, ranked_tables
+from ident3d.leaderboard.ranking import Row, ranked_tables
 from ident3d.tracks import tracks
 from ident3d.variants import FACTOR_NAMES
 
@@ -16,7 +16,7 @@ PAGE_FIELDS = ("id", "name", "paper", "code", "authors", "positives", "loss", "m
 LATENT_KEYS = ("linear_r2", "mcc_pearson")
 
 
-def page_row(row: Entry) -> dict:
+def page_row(row: Row) -> dict:
     """What the page shows of a table row; a seed group carries its runs and their mean per latent."""
     shown = {k: row.get(k) for k in PAGE_FIELDS}
     shown["companions"] = companion_metrics(row)  # DCI and extrapolation, where the result has them
@@ -35,7 +35,7 @@ def page_row(row: Entry) -> dict:
     return shown
 
 
-def page_data(entries: list[Entry]) -> dict:
+def page_data(entries: list[Row]) -> dict:
     tables = ranked_tables(entries)
     # the rank is computed here, by leaderboard/ranking.py's rule, and never again in the page
     rows = [{**page_row(row), "rank": rank} for table in tables.values()
@@ -58,7 +58,7 @@ def script_json(data: object) -> str:
     return "".join(SCRIPT_ESCAPES.get(c, c) for c in text)
 
 
-def render_site(entries: list[Entry]) -> str:
+def render_site(entries: list[Row]) -> str:
     data = script_json(page_data(entries))
     template = files("ident3d.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
     return template.replace("__ENTRIES_JSON__", data)

@@ -119,7 +119,7 @@ def compare_on_track(smoke_result: Path) -> str:
     result = json.loads(smoke_result.read_text())
     candidate = entry_from_result(result, "Demo2026Smoke", name="smoke baseline (this demo)",
                                   positives="Normal (sigma 0.1)", loss="InfoNCE, L2", model_space="box")
-    return report(load_entries(ENTRIES_DIR), candidate.document, "the smoke baseline")
+    return report(load_entries(ENTRIES_DIR), candidate, "the smoke baseline")
 
 
 def run(args: argparse.Namespace) -> int:

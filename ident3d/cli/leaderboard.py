@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     track = _track_id(args.track)
     if args.action == "compare":
         candidate = entry_from_result(result, "Candidate0000Result", track=track)
-        print(report(load_entries(args.entries), candidate.document, str(args.result)))
+        print(report(load_entries(args.entries), candidate, str(args.result)))
         return 0
     status = "self-reported"
     if args.checkpoint is not None:
