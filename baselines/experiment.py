@@ -34,6 +34,7 @@ from ident3d.baselines.driver import Job, run_jobs
 from ident3d.cli import main as ident3d
 from ident3d.errors import Ident3dError
 from ident3d.layout import SplitLayout
+from ident3d.tracks import get_track
 
 PROTOCOL_RESULTS = {"cl-ica-2021": "result-cl-ica-2021.json", "ident3d-eval-v1": "result.json"}
 RUN_RECORD = "experiment.json"
@@ -123,8 +124,9 @@ def _quiet(*argv: str) -> None:
 def prepare_data(experiment: Experiment, out: Path, name: str, workers: int) -> Path:
     """Render (or resume rendering) and pack the data set ``name``; return its root."""
     spec, root = experiment.data[name], experiment.data_root(out, name)
-    if "track" in spec:
-        splits = [(split, ["--track", spec["track"]]) for split in ("test", "train")]
+    if "track" in spec:  # every split of the track (an OOD track's OOD splits too), the test split first
+        names = sorted(get_track(spec["track"]).splits, key=lambda s: (s == "train", s != "test", s))
+        splits = [(split, ["--track", spec["track"]]) for split in names]
     elif "pairs" in spec:
         p = spec["pairs"]
         splits = [("train", ["--pairs", "--n", str(p["n"]), "--seed", str(p["seed"]),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import platform
 import time
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from ident3d.devices import resolve_device
 from ident3d.errors import DatasetError, SubmissionError
 from ident3d.extrapolation import readout_extrapolation
 from ident3d.inference import Runner
+from ident3d.ood import ood_scores, track_ood_splits
 from ident3d.protocols import COMPANIONS, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result, validate_result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel
@@ -121,9 +123,11 @@ def _mean(raw: np.ndarray | None, protocol: str) -> float | None:
     return float(np.clip(values.mean(), 0.0, 1.0))
 
 
-def score(z: np.ndarray, h: np.ndarray, protocol: str, names: list[str] | None = None) -> dict[str, Any]:
+def score(z: np.ndarray, h: np.ndarray, protocol: str, names: list[str] | None = None,
+          ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> dict[str, Any]:
     """Split, fit and score per the protocol; returns per-latent lists and split sizes, and under
-    ``ident3d-eval-v1`` the companion protocols' sections (DCI, read-out extrapolation)."""
+    ``ident3d-eval-v1`` the companion protocols' sections (DCI, read-out extrapolation, and with
+    ``ood``, a split name -> (latents, features) mapping, the rendered OOD splits')."""
     rng = np.random.default_rng(SPLIT_SEED)
     if protocol == "ident3d-eval-v1":
         order = rng.permutation(len(z))
@@ -136,6 +140,8 @@ def score(z: np.ndarray, h: np.ndarray, protocol: str, names: list[str] | None =
         names = names or [f"latent_{j}" for j in range(z.shape[1])]
         companions = {"dci": dci(z[fit], h[fit], z[test], h[test]),
                       "extrapolation": readout_extrapolation(z[fit], h[fit], z[test], h[test], kernel, names)}
+        if ood:
+            companions["ood"] = ood_scores(z[fit], h[fit], z[test], h[test], kernel, names, ood)
     elif protocol == "cl-ica-2021":
         sample = rng.permutation(len(z))[:CLICA_SAMPLE]
         fit, test = sample[: len(sample) // 2], sample[len(sample) // 2:]
@@ -200,8 +206,16 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         sub = submission
     else:
         sub = load_submission(Path(submission), arch, device=str(dev), batch_size=batch_size, limits=limits)
+    track = identify(dataset.layout, dataset.latents, dataset.manifest)
+    ood_sets = track_ood_splits(Path(data_root), track) if protocol == "ident3d-eval-v1" else {}
+    if ood_sets and sub.kind == "embeddings":
+        log.warning("an embeddings file holds features of %s only: the OOD splits (%s) are not scored; "
+                    "submit the model to score them", split, ", ".join(ood_sets))
+        ood_sets = {}
     try:
         h = _features(sub, dataset, dev, batch_size, progress)
+        h_ood = {name: _features(sub, split_set, dev, batch_size, progress)
+                 for name, split_set in ood_sets.items()}
     finally:
         sub.close()
     variant = dataset.variant_spec
@@ -211,7 +225,9 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
                  "search per latent (the slow part)",
                  len(dataset) // 2, len(dataset))
     s = score(dataset.latents[:, continuous].astype(np.float64), h, protocol,
-              [dataset.factor_names[c] for c in continuous])
+              [dataset.factor_names[c] for c in continuous],
+              {name: (split_set.latents[:, continuous].astype(np.float64), h_ood[name])
+               for name, split_set in ood_sets.items()})
     keys = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
     per = {k: _unit(s[k]) for k in keys}
     per_latent = [{"factor": dataset.factor_names[c], **{k: (per[k][i] if per[k] else None) for k in keys}}
@@ -229,7 +245,7 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         "protocol": protocol,
         "protocol_version": version,
         "dataset": {"name": "3dident", "split": split, "variant": summary["variant"],
-                    "track": identify(dataset.layout, dataset.latents, dataset.manifest),
+                    "track": track,
                     "n": len(dataset), "manifest_sha256": summary["manifest_sha256"],
                     "resolution": list(first.shape[:2])},
         "model": {"name": name or sub.path.stem, "file": sub.path.name, "sha256": sub.sha256,
@@ -241,7 +257,8 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         **({"classes": classes, "class_accuracy": float(np.mean([c["accuracy"] for c in classes]))}
            if classes else {}),
         **{key: {"protocol": name, "version": COMPANIONS[name].version, **s[key]}
-           for key, name in (("dci", "ident3d-dci"), ("extrapolation", "ident3d-extrapolation")) if key in s},
+           for key, name in (("dci", "ident3d-dci"), ("extrapolation", "ident3d-extrapolation"),
+                             ("ood", "ident3d-ood")) if key in s},
         **({"blocks": blocks} if blocks else {}),
         "matching": [int(a) for a in s["assignment"]],
         "kernel_ridge": s["kernel"],

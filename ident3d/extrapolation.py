@@ -20,28 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from ident3d.metrics import affine_predict, kernel_ridge_predict
+from ident3d.metrics import transfer_r2
 
 HELD_OUT = 0.5
 
 
-def _r2(truth: np.ndarray, prediction: np.ndarray, variance: float) -> float:
-    if len(truth) == 0 or variance <= 0:
-        return 0.0
-    return float(np.clip(1.0 - np.mean((truth - prediction) ** 2) / variance, 0.0, 1.0))
-
-
 def _scores(z_fit, h_fit, z_score, h_score, fit_rows, score_rows, latents, kernel, variance):
     """Linear and kernel R² of ``latents`` fitted on ``fit_rows`` and scored on ``score_rows``."""
-    out = []
-    for j in latents:
-        truth = z_score[score_rows, j]
-        linear = affine_predict(h_fit[fit_rows], z_fit[fit_rows, j], h_score[score_rows])
-        choice = kernel[j]
-        nonlinear = kernel_ridge_predict(h_fit[fit_rows], z_fit[fit_rows, j:j + 1], h_score[score_rows],
-                                         choice["alpha"], choice["gamma"])[:, 0]
-        out.append((_r2(truth, linear, variance[j]), _r2(truth, nonlinear, variance[j])))
-    return out
+    return [transfer_r2(h_fit[fit_rows], z_fit[fit_rows, j], h_score[score_rows], z_score[score_rows, j],
+                        kernel[j], variance[j]) for j in latents]
 
 
 def readout_extrapolation(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,

@@ -114,6 +114,21 @@ def kernel_ridge_predict(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarr
     return _rbf((h_score - mean) / std, a, gamma / d) @ coef + y.mean(0)
 
 
+def transfer_r2(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray, y_score: np.ndarray,
+                kernel: dict[str, float], variance: float) -> tuple[float, float]:
+    """Linear and kernel R² of one latent's read-outs fitted on ``(h_fit, y_fit)`` and scored on
+    ``(h_score, y_score)``, a set elsewhere in the latent space: ``1 - MSE / variance`` against a given
+    ``variance`` (the latent's over the whole in-distribution score set, so a score on a narrow region
+    reads on the usual R² scale), clipped to [0, 1]. The kernel read-out reuses ``kernel`` (the
+    ``alpha`` and ``gamma`` that ``nonlinear_r2`` chose for the latent in distribution)."""
+    if len(y_score) == 0 or variance <= 0:
+        return 0.0, 0.0
+    linear = affine_predict(h_fit, y_fit, h_score)
+    nonlinear = kernel_ridge_predict(h_fit, y_fit[:, None], h_score, kernel["alpha"], kernel["gamma"])[:, 0]
+    return tuple(float(np.clip(1.0 - np.mean((y_score - p) ** 2) / variance, 0.0, 1.0))
+                 for p in (linear, nonlinear))
+
+
 def correlation_matrix(z: np.ndarray, h: np.ndarray, method: str = "pearson") -> np.ndarray:
     """(k, d) correlations between every latent and every feature; constant columns give 0."""
     if method == "spearman":

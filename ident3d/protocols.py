@@ -64,6 +64,13 @@ COMPANIONS = {p.name: p for p in (
                 "and scored above it, and on the corners of latent pairs; R² against the latent's "
                 "variance over the score set (ident3d.extrapolation)",
         changelog=(("1.0", "first version"),)),
+    Protocol(
+        name="ident3d-ood",
+        version="1.0",
+        summary="rendered OOD splits of an OOD track (regions the training split never showed): the "
+                "linear and kernel read-outs fitted on the in-distribution fit half and scored on each "
+                "OOD split, R² against the latent's in-distribution variance (ident3d.ood)",
+        changelog=(("1.0", "first version"),)),
 )}
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ident3d.leaderboard.companions import COLUMNS, any_companions, companion_metrics
+from ident3d.leaderboard.companions import companion_metrics, shown_columns
 from ident3d.leaderboard.ranking import Row, ranked_tables
 from ident3d.tracks import tracks
 
@@ -52,14 +52,14 @@ def _link(entry: Row) -> str:
     return f"[{text(entry['name'])}]({url(entry['paper'])})" if entry["paper"] else text(entry["name"])
 
 
-def _row(rank: int | str, entry: Row, companions: bool = False) -> str:
+def _row(rank: int | str, entry: Row, companions: list[str]) -> str:
     m, s = entry["metrics"], entry.get("metrics_std") or {}
     ident = (", ".join(f"`{run['id']}`" for run in entry["runs"]) if "runs" in entry
              else f"`{entry['id']}`")
     cells = [str(rank), ident, _link(entry), text(entry["positives"]), text(entry["loss"]),
              text(entry["model_space"]), percent(m["linear_r2"], s.get("linear_r2")),
              percent(m.get("mcc_pearson"), s.get("mcc_pearson")), percent(m.get("nonlinear_r2")),
-             *([percent(v) for v in companion_metrics(entry).values()] if companions else []),
+             *(percent(companion_metrics(entry)[key]) for key in companions),
              entry["status"] + (f" ({text(entry['footnote'])})" if entry["footnote"] else "")]
     return "| " + " | ".join(cells) + " |"
 
@@ -67,8 +67,8 @@ def _row(rank: int | str, entry: Row, companions: bool = False) -> str:
 def table_lines(table: list[Row], start: int = 1) -> list[str]:
     """Ranked rows (best first, the first ranked ``start``) as Markdown lines; a seed group's runs
     follow its row, unranked."""
-    companions = any_companions(table)  # DCI and extrapolation columns where a row has them
-    extra = [title for _, title in COLUMNS] if companions else []
+    shown = shown_columns(table)  # DCI, extrapolation and OOD columns where a row has them
+    companions, extra = [key for key, _ in shown], [f"{label} (%)" for _, label in shown]
     lines = ["| " + " | ".join(["#", "ID", "model", "positives", "loss", "space", "R² (%)", "MCC (%)",
                                 "kernel R² (%)", *extra, "status"]) + " |",
              "|---:|---|---|---|---|---|---:|---:|---:|" + "---:|" * len(extra) + "---|"]

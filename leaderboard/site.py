@@ -6,7 +6,7 @@ import json
 import statistics
 from importlib.resources import files
 
-from ident3d.leaderboard.companions import companion_metrics
+from ident3d.leaderboard.companions import COLUMNS, companion_metrics
 from ident3d.leaderboard.ranking import Row, ranked_tables
 from ident3d.tracks import tracks
 from ident3d.variants import FACTOR_NAMES
@@ -19,7 +19,7 @@ LATENT_KEYS = ("linear_r2", "mcc_pearson")
 def page_row(row: Row) -> dict:
     """What the page shows of a table row; a seed group carries its runs and their mean per latent."""
     shown = {k: row.get(k) for k in PAGE_FIELDS}
-    shown["companions"] = companion_metrics(row)  # DCI and extrapolation, where the result has them
+    shown["companions"] = companion_metrics(row)  # DCI, extrapolation and OOD, where the result has them
     if "runs" in row:
         shown["runs"] = [page_row(run) for run in row["runs"]]
         latents = [run["per_latent"] for run in shown["runs"]]
@@ -41,7 +41,7 @@ def page_data(entries: list[Row]) -> dict:
     rows = [{**page_row(row), "rank": rank} for table in tables.values()
             for rank, row in enumerate(table, start=1)]
     known = {t.id: {"title": t.title, "description": t.description} for t in tracks().values()}
-    return {"entries": rows, "factors": list(FACTOR_NAMES),
+    return {"entries": rows, "factors": list(FACTOR_NAMES), "companion_columns": [list(c) for c in COLUMNS],
             "tables": [[track, protocol, len(rows)] for (track, protocol), rows in tables.items()],
             "tracks": {track: known[track] for track, _ in tables if track in known}}
 

@@ -42,6 +42,7 @@ class RenderJob:
     raw: np.ndarray  # (N, k) float32 raw latents of the variant
     latents_file: str | None = None
     pairs: dict[str, Any] | None = None  # a paired split: how positives were drawn (sample_pairs)
+    regions: dict[str, Any] | None = None  # an OOD track's split: its region or excluded regions
 
     @property
     def n(self) -> int:
@@ -60,16 +61,20 @@ class RenderJob:
             "n": self.n,
             "raw_latents_sha256": atomic.sha256_array(self.raw),
             **({"pairs": self.pairs} if self.pairs else {}),
+            **({"regions": self.regions} if self.regions else {}),
         }
 
 
 def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str | Path | Variant,
              settings: RenderSettings, latents_file: Path | None = None,
-             pairs: dict[str, Any] | None = None) -> RenderJob:
+             pairs: dict[str, Any] | None = None, regions: dict[str, Any] | None = None,
+             raw: np.ndarray | None = None) -> RenderJob:
     """Check every input before anything is written: variant, latents shape, range and finiteness.
 
     ``pairs`` (``{"conditional": ..., "scale": ..., "beta": ...}``) makes a paired split of ``n``
-    exact positive pairs, ``2n`` images: anchor ``i`` is image ``2i``, its positive ``2i + 1``."""
+    exact positive pairs, ``2n`` images: anchor ``i`` is image ``2i``, its positive ``2i + 1``.
+    ``raw`` (with ``regions``, which the job record keeps) are latents an OOD track's split drew
+    (``ident3d.regions.split_latents``)."""
     variant = get_variant(variant)
     if pairs is not None:
         if latents_file is not None:
@@ -92,19 +97,24 @@ def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str |
         if n is not None and n != len(raw):
             raise RenderError(f"--n {n} disagrees with --latents {latents_file}, which holds "
                               f"{len(raw)} rows. Fix: drop --n.")
-    else:
+    elif raw is None:
         if n is None or n < 1:
             raise RenderError(f"--n must be a positive number of images, got {n}")
         raw = variant.sample(n, seed)
     return RenderJob(SplitLayout(Path(root), split), variant, settings, seed, raw,
-                     str(latents_file) if latents_file else None)
+                     str(latents_file) if latents_file else None, regions=regions)
 
 
 def plan_track_job(root: Path, track, split: str, device: str = "cpu") -> RenderJob:
     """The job that renders exactly ``track``'s ``split`` (an ``ident3d.tracks.Track``)."""
+    from ident3d.regions import split_latents
+
     spec = track.split(split)
+    regions = {"region": spec.region, "exclude": list(spec.exclude), "regions": track.regions} if (
+        spec.region or spec.exclude) else None
     job = plan_job(root, split, n=spec.n, seed=spec.seed, variant=track.variant,
-                   settings=track_settings(track, device))
+                   settings=track_settings(track, device), regions=regions,
+                   raw=split_latents(track, split) if regions else None)
     if job.spec()["raw_latents_sha256"] != spec.latents_sha256:
         raise RenderError(f"track {track.id}: seed {spec.seed} no longer gives the track's latents with "
                           "this numpy (sha256 differs), so this render would not be the track. Fix: "

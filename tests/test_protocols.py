@@ -50,7 +50,24 @@ def scored(protocol: str) -> dict[str, dict]:
     return {name: score(z, h, protocol) for name, (z, h) in fixtures().items()}
 
 
+@cache
+def scored_with_an_ood_split() -> dict[str, dict]:
+    """Each fixture cut at its first latent: the rows above 0.5 are an OOD split of the others."""
+    from ident3d.evaluation import score
+
+    out = {}
+    for name, (z, h) in fixtures().items():
+        held = z[:, 0] > 0.5
+        out[name] = score(z[~held], h[~held], "ident3d-eval-v1", ood={"latent_0 > 0.5": (z[held], h[held])})
+    return out
+
+
 def companion_values(protocol: str, scored: dict) -> dict[str, list[float] | None]:
+    if protocol == "ident3d-ood":
+        reference, (split,) = scored["ood"]["in_distribution"], scored["ood"]["splits"]
+        return {f"{where}_{key}": [r[key] for r in rows["per_latent"]]
+                for where, rows in (("in_distribution", reference), ("ood", split))
+                for key in ("linear_r2", "kernel_r2")}
     if protocol == "ident3d-dci":
         dci = scored["dci"]
         return {"disentanglement": [dci["disentanglement"]], "completeness": [dci["completeness"]],
@@ -65,7 +82,8 @@ def companion_values(protocol: str, scored: dict) -> dict[str, list[float] | Non
 
 def compute(protocol: str) -> dict[str, dict[str, list[float] | None]]:
     if protocol in COMPANIONS:
-        return {name: companion_values(protocol, s) for name, s in scored("ident3d-eval-v1").items()}
+        inputs = scored_with_an_ood_split() if protocol == "ident3d-ood" else scored("ident3d-eval-v1")
+        return {name: companion_values(protocol, s) for name, s in inputs.items()}
     return {name: {m: None if s[m] is None else [float(v) for v in s[m]] for m in METRICS}
             for name, s in scored(protocol).items()}
 

@@ -12,6 +12,7 @@ from ident3d import tracks
 from ident3d.atomic import sha256_array
 from ident3d.latents import sample_uniform
 from ident3d.layout import SplitLayout
+from ident3d.regions import split_latents
 from ident3d.variants import get_variant
 
 
@@ -20,9 +21,11 @@ def test_the_committed_tracks_are_consistent():
     assert {"3dident-published", "3dident-v2", "3dident-v2-64", "3dident-legacy-64"} <= set(known)
     for track in known.values():
         assert track.id == f"{track.name}@{track.version}" and track.protocols
-        for spec in track.splits.values():
-            if track.source == "render":  # the pinned hash is what the seed gives
-                assert sha256_array(sample_uniform(spec.n, spec.seed)) == spec.latents_sha256
+        for name, spec in track.splits.items():
+            if track.source == "render":  # the pinned hash is what the seed (and the regions) give
+                assert sha256_array(split_latents(track, name)) == spec.latents_sha256
+                if spec.region is None and not spec.exclude:
+                    assert sha256_array(sample_uniform(spec.n, spec.seed)) == spec.latents_sha256
             else:
                 assert len(spec.md5) == 32 and spec.archive.endswith(".tar")
     assert tracks.get_track("3dident-v2-64@1") is known["3dident-v2-64"]

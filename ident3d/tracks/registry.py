@@ -26,6 +26,8 @@ class SplitSpec:
     archive: str | None = None  # published tracks: the archive ``ident3d download`` fetches
     md5: str | None = None
     content_sha256: str | None = None  # published tracks: ``content_sha256`` of the extracted split
+    region: str | None = None  # OOD tracks: draw only inside this region of the track (ident3d.regions)
+    exclude: tuple[str, ...] = ()  # OOD tracks: never inside these regions
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class Track:
     recheck: dict[str, Any] = field(default_factory=dict)  # images re-rendered at verify, tolerance
     render_s_per_image: float | None = None
     bytes_per_image: int | None = None
+    regions: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # name -> factor intervals
 
     @property
     def id(self) -> str:
@@ -66,7 +69,8 @@ def tracks() -> dict[str, Track]:
     document = tomllib.loads(files("ident3d").joinpath("tracks.toml").read_text())
     out = {}
     for name, spec in document["tracks"].items():
-        splits = {k: SplitSpec(**v) for k, v in spec.pop("splits").items()}
+        splits = {k: SplitSpec(**{**v, "exclude": tuple(v.get("exclude", ()))})
+                  for k, v in spec.pop("splits").items()}
         out[name] = Track(name=name, splits=splits, protocols=tuple(spec.pop("protocols")), **spec)
     return out
 

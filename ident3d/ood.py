@@ -1,0 +1,81 @@
+"""Rendered out-of-distribution splits: do the read-outs hold on regions the training data never showed?
+
+An OOD track (``ident3d/tracks.toml``, regions in ``ident3d.regions``) leaves regions of the factor
+space out of its training and in-distribution test splits and renders one test split inside each.
+The read-outs of ``ident3d-eval-v1`` (the affine one and the kernel one, with the (alpha, gamma)
+chosen per latent in distribution) are fitted on the in-distribution fit half, as always, and scored
+on each OOD split: R² per latent against the latent's variance over the in-distribution score half,
+so a region's score reads on the in-distribution scale (see ``ident3d.metrics.transfer_r2``), and
+the same quantity on the in-distribution score half beside it. Unlike read-out extrapolation
+(``ident3d.extrapolation``), the encoder itself never saw these regions: a gap here is the encoder's
+and the read-out's together.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ident3d.metrics import transfer_r2
+
+log = logging.getLogger(__name__)
+
+
+def _per_latent(z_fit, h_fit, z_score, h_score, kernel, variance, names) -> list[dict[str, Any]]:
+    rows = []
+    for j, name in enumerate(names):
+        linear, nonlinear = transfer_r2(h_fit, z_fit[:, j], h_score, z_score[:, j], kernel[j], variance[j])
+        rows.append({"factor": name, "linear_r2": linear, "kernel_r2": nonlinear})
+    return rows
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    return {key: float(np.mean([r[key] for r in rows])) for key in ("linear_r2", "kernel_r2")}
+
+
+def ood_scores(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,
+               kernel: list[dict[str, float]], names: list[str],
+               splits: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+    """In-distribution and per-OOD-split linear and kernel R² (means and per latent); ``splits``
+    maps a split's name to its (latents, features)."""
+    variance = z_score.var(0)
+    reference = _per_latent(z_fit, h_fit, z_score, h_score, kernel, variance, names)
+    out = []
+    for split, (z, h) in splits.items():
+        rows = _per_latent(z_fit, h_fit, z, h, kernel, variance, names)
+        out.append({"split": split, "n": len(z), **_summary(rows), "per_latent": rows})
+    return {"in_distribution": {**_summary(reference), "per_latent": reference}, "splits": out}
+
+
+def track_ood_splits(data_root: Path, track_id: str) -> dict[str, Any]:
+    """The OOD test splits of the track ``track_id`` found under ``data_root`` (``ThreeDIdent`` by
+    name); each must verify as the track's split of that name, or this raises naming it. A split
+    not rendered yet is left out with a warning; a track without OOD splits gives none."""
+    from ident3d.datasets import ThreeDIdent
+    from ident3d.errors import DatasetError
+    from ident3d.tracks import TrackError, get_track, identify
+
+    try:
+        track = get_track(track_id)
+    except TrackError:  # custom data: no OOD splits to look for
+        return {}
+    found = {}
+    for name, spec in track.splits.items():
+        if spec.region is None:
+            continue
+        if not (Path(data_root) / name).is_dir():
+            log.warning("track %s has the OOD split %s, not under %s: render it (`ident3d render --track %s "
+                        "--split %s`) to score it", track.id, name, data_root, track.name, name)
+            continue
+        split = ThreeDIdent(data_root, name)
+        if identify(split.layout, split.latents, split.manifest) != track.id:
+            raise DatasetError(f"{split.layout.folder}: not {track.id}'s split {name} (latents or pixels "
+                               f"differ; `ident3d verify --data {data_root} --track {track.name} --split "
+                               f"{name}` says what). Fix: render it with `ident3d render --track "
+                               f"{track.name} --split {name}`.")
+        found[name] = split
+    return found
