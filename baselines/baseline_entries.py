@@ -106,7 +106,7 @@ def check_entries(experiment: Experiment, out: Path, entries: Path) -> str:
                 continue
             entry = json.loads(path.read_text())
             try:
-                same_file = recheck(entry, checkpoint, experiment.data_root(out, spec.data))
+                same_file = recheck(entry, checkpoint, experiment.data_root(out, spec.data)).same_file
                 scored = "every metric matches"
             except ResultError as error:
                 same_file = atomic.sha256_file(checkpoint) == entry["checkpoint_sha256"]

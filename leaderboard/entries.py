@@ -203,14 +203,23 @@ def rescore(result: Result | dict[str, Any], checkpoint: Path, data: Path, toler
     return scored
 
 
-def recheck(entry: Mapping[str, Any], checkpoint: Path, data: Path) -> bool:
+@dataclass(frozen=True)
+class Recheck:
+    entry: Entry  # the entry again, around the fresh result (new companion sections, this file's sha256)
+    same_file: bool  # the file is the one the entry was verified with
+
+
+def recheck(entry: Mapping[str, Any], checkpoint: Path, data: Path) -> Recheck:
     """Re-score ``checkpoint`` on ``data`` against everything the entry shows (its table metrics and
-    its result's per-latent values); raise naming the first value that differs. Returns whether the
-    file is the one the entry was verified with (same sha256): equal scores from different bytes
-    happen when a model is exported again by another version of torch or of this package."""
-    rescore({**entry["result"], "metrics": entry["metrics"]}, checkpoint, data,
-            claimed_by=f"entry {entry['id']}")
-    return atomic.sha256_file(checkpoint) == entry.get("checkpoint_sha256")
+    its result's per-latent values); raise naming the first value that differs. Equal scores from
+    different bytes happen when a model is exported again by another version of torch or of this
+    package; ``same_file`` tells them apart."""
+    fresh = rescore({**entry["result"], "metrics": entry["metrics"]}, checkpoint, data,
+                    claimed_by=f"entry {entry['id']}").document
+    document = dict(entry.document if isinstance(entry, Entry) else entry)
+    document.update(result=fresh, metrics=fresh["metrics"], checkpoint_sha256=fresh["model"]["sha256"])
+    return Recheck(Entry.parse(document, f"entry {entry['id']} re-scored"),
+                   atomic.sha256_file(checkpoint) == entry.get("checkpoint_sha256"))
 
 
 def write_entry(entry: Entry | dict[str, Any], directory: Path) -> Path:

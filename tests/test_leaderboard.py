@@ -238,13 +238,21 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
         def forward(self, x):
             return (x * x).flatten(1)
 
-    def rescore(model):
+    def rescore(model, *flags):
         return subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "leaderboard", "rescore",
                                "Doe2026Flat", "--checkpoint", str(tmp_path / model), "--data", str(tmp_path),
-                               "--entries", str(entries)], capture_output=True, text=True)
+                               "--entries", str(entries), *flags], capture_output=True, text=True)
 
-    again = rescore("flat.pt2")  # the entry's own file: every number and the sha256 match
+    elsewhere = tmp_path.with_name(tmp_path.name + "-out")  # not inside the data root (tmp_path)
+    elsewhere.mkdir()
+    updated = elsewhere / "updated.json"
+    again = rescore("flat.pt2", "--out", str(updated))  # the entry's own file: every number and sha256 match
     assert again.returncode == 0 and "same sha256" in again.stdout, again.stderr
+    fresh = json.loads(updated.read_text())  # the entry around the fresh result: companions included
+    assert fresh["metrics"] == entry["metrics"] and fresh["result"]["dci"]["protocol"] == "ident3d-dci"
+    before = updated.read_bytes()
+    refused = rescore("flat.pt2", "--out", str(updated))
+    assert refused.returncode == 1 and "never overwrites" in refused.stderr and updated.read_bytes() == before
     halved = torch.export.export(Halve().eval(), (torch.rand(2, 3, 16, 16),),
                                  dynamic_shapes=({0: torch.export.Dim("batch")},))
     torch.export.save(halved, str(tmp_path / "halved.pt2"))  # other bytes, same features up to scale

@@ -16,8 +16,25 @@ def with_companions(entry, d, extrapolation):
     return entry
 
 
+def without_companions(entries):
+    """The committed entries as they were before any was re-scored with the companion protocols."""
+    out = []
+    for entry in entries:
+        entry = copy.deepcopy(entry)
+        for key in ("dci", "extrapolation", "ood"):
+            (entry["result"] or {}).pop(key, None)
+        out.append(entry)
+    return out
+
+
+def test_the_re_scored_pixel_entry_carries_its_companions():
+    pixels = next(e for e in load_entries() if e["id"] == "Ident2026CpuTrack_v2-pixels")
+    assert pixels["result"]["dci"]["protocol"] == "ident3d-dci"
+    assert pixels["result"]["extrapolation"]["protocol"] == "ident3d-extrapolation"
+
+
 def test_companion_columns_appear_where_a_row_has_them():
-    entries = load_entries()
+    entries = without_companions(load_entries())
     before = render_markdown(entries)
     assert "D (%)" not in before
     runs = [e for e in entries
@@ -35,7 +52,7 @@ def test_companion_columns_appear_where_a_row_has_them():
 
 
 def test_an_ood_column_appears_only_for_the_splits_a_row_was_scored_on():
-    entries = load_entries()
+    entries = without_companions(load_entries())
     target = next(e for e in entries if e["id"] == "Ident2026CpuTrack_v2-supervised")
     changed = copy.deepcopy(target)
     split = {"split": "test-extrapolation", "n": 2000, "linear_r2": 0.42, "kernel_r2": 0.3, "per_latent": []}
@@ -45,4 +62,4 @@ def test_an_ood_column_appears_only_for_the_splits_a_row_was_scored_on():
     table = after.split("· ident3d-eval-v1")[1].split("\n## ")[0]
     assert "| OOD extrapolation R² (%) | status |" in table and "OOD interpolation" not in table
     assert "| 42.00 |" in next(line for line in table.splitlines() if "v2-supervised`" in line)
-    assert "D (%)" not in table  # no row has DCI yet: no such column
+    assert "D (%)" not in table  # no row has DCI here: no such column

@@ -39,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rescore.add_argument("entry_id", metavar="ID", help="the entry's id")
     rescore.add_argument("--checkpoint", type=Path, required=True, help="the model file (.pt2)")
     rescore.add_argument("--data", type=Path, required=True, help="the dataset root the entry was scored on")
+    rescore.add_argument("--out", type=Path, help="also write the entry around the fresh result (companion "
+                                                  "sections such as DCI, this file's sha256) to this new "
+                                                  "file; move it over the old entry to update the board")
     for q in (build, add, compare, export, rescore):
         q.add_argument("--entries", type=Path,
                        help="folder of entry files (default: leaderboard/entries of the clone you are in; "
@@ -139,12 +142,24 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "rescore":
         from ident3d.leaderboard.entries import recheck
 
-        entry = _entry(args.entries, args.entry_id)
-        same_file = recheck(entry, args.checkpoint, args.data)
+        if args.out is not None:
+            from ident3d.cli.arguments import OutputError, check_not_an_input
+
+            for given in (args.entries, args.checkpoint, args.data):
+                check_not_an_input(args.out, "--out", (given,))
+            if args.out.exists():
+                raise OutputError(f"--out {args.out}: already exists; this command never overwrites a file. "
+                                  "Fix: choose a new file name.")
+        checked = recheck(_entry(args.entries, args.entry_id), args.checkpoint, args.data)
         print(f"{args.entry_id}: every metric the entry shows matches the re-scored {args.checkpoint} on "
-              f"{args.data}; " + ("the file is the one the entry was verified with (same sha256)" if same_file
-                                 else "the file's bytes differ from the one the entry was verified with "
-                                      "(same scores, different sha256: exported again)"))
+              f"{args.data}; " + ("the file is the one the entry was verified with (same sha256)"
+                                 if checked.same_file else "the file's bytes differ from the one the entry "
+                                 "was verified with (same scores, different sha256: exported again)"))
+        if args.out is not None:
+            from ident3d import atomic
+
+            atomic.write_json(args.out, checked.entry.document)
+            print(f"{args.out}: the entry around the fresh result")
         return 0
     result = _read_result(args.result)
     track = _track_id(args.track)
