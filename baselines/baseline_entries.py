@@ -74,7 +74,7 @@ def add_entries(experiment: Experiment, out: Path, entries: Path) -> list[Path]:
                 continue
             result = rescore(run[key], run["folder"] / "encoder.pt2", data)
             entry = entry_from_result(
-                result, entry_id, status="verified", name=f"{spec.folder} (CPU-track baseline)",
+                result, entry_id, status="verified", name=f"{spec.folder} ({experiment.label})",
                 authors=["ident3d maintainers"], training_data=training_data(run["config"], track),
                 positives=about["positives"], loss=about["loss"], model_space=about["model_space"],
                 footnote=f"{about['budget']}; reproduce: {reproduce_command(experiment, spec)}",

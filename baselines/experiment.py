@@ -62,13 +62,15 @@ class Experiment:
     checkpoint_every: int
     data: dict[str, dict[str, Any]]
     runs: tuple[Run, ...]
+    label: str = "baseline"  # in each entry's name: "<run> (<label>)"
 
     def data_root(self, out: Path, name: str) -> Path:
         return Path(out) / "data" / name
 
-    def data_ready(self, out: Path, name: str) -> Path:
-        """The marker ``prepare_data`` writes last, beside the data set (not in it): rendered, packed."""
-        return Path(out) / "data" / f".{name}.ready"
+    def data_ready(self, out: Path, name: str, train: bool = True) -> Path:
+        """The marker ``prepare_data`` writes last, beside the data set (not in it): rendered and packed
+        (with its training split, or without it)."""
+        return Path(out) / "data" / (f".{name}.ready" if train else f".{name}.test.ready")
 
 
 def load_experiment(path: Path) -> Experiment:
@@ -112,7 +114,8 @@ def load_experiment(path: Path) -> Experiment:
     if len(set(folders)) != len(folders):
         raise ExperimentError(f"{path}: two runs share a folder name. Fix: give each [[runs]] its own name.")
     return Experiment(Path(path), document.get("entry_prefix", "Experiment"),
-                      int(document.get("checkpoint_every", 200)), data, tuple(runs))
+                      int(document.get("checkpoint_every", 200)), data, tuple(runs),
+                      str(document.get("label", "baseline")))
 
 
 def _quiet(*argv: str) -> None:
@@ -121,8 +124,9 @@ def _quiet(*argv: str) -> None:
         raise ExperimentError(f"`ident3d {' '.join(argv)}` failed (exit {code}); see its error above.")
 
 
-def prepare_data(experiment: Experiment, out: Path, name: str, workers: int) -> Path:
-    """Render (or resume rendering) and pack the data set ``name``; return its root."""
+def prepare_data(experiment: Experiment, out: Path, name: str, workers: int, train: bool = True) -> Path:
+    """Render (or resume rendering) and pack the data set ``name`` (without its training split when
+    ``train`` is False: no selected run trains on it); return its root."""
     spec, root = experiment.data[name], experiment.data_root(out, name)
     if "track" in spec:  # every split of the track (an OOD track's OOD splits too), the test split first
         names = sorted(get_track(spec["track"]).splits, key=lambda s: (s == "train", s != "test", s))
@@ -139,13 +143,14 @@ def prepare_data(experiment: Experiment, out: Path, name: str, workers: int) -> 
         common += ["--samples", str(r["samples"])] if "samples" in r else []
         splits = [(split, ["--n", str(r[f"n_{split}"]), "--seed", str(r[f"seed_{split}"]), *common])
                   for split in ("test", "train")]
-    for split, flags in splits:
+    for split, flags in splits if train else [s for s in splits if s[0] != "train"]:
         _quiet("render", "--data", str(root), "--split", split, "--workers", str(workers), *flags)
         if not SplitLayout(root, split).packed.exists():
             _quiet("pack", "--data", str(root), "--split", split)
     if "test" in spec and not (root / "test").exists():  # scored on another data set's test split
         os.symlink((experiment.data_root(out, spec["test"]) / "test").resolve(), root / "test")
-    atomic.write_bytes(experiment.data_ready(out, name), b"")
+    for ready in {experiment.data_ready(out, name, train=False), experiment.data_ready(out, name, train)}:
+        atomic.write_bytes(ready, b"")
     return root
 
 
@@ -195,8 +200,11 @@ def run_experiment(experiment: Experiment, out: Path, only: list[str] | None = N
                               f"{', '.join(dict.fromkeys(r.group for r in experiment.runs))}.")
     needed = dict.fromkeys(name for r in runs
                            for name in (experiment.data[r.data].get("test"), r.data) if name)
-    jobs = [Job(f"data-{name}", experiment.data_ready(out, name),
-                partial(prepare_data, experiment, out, name, workers), wait=True) for name in needed]
+    trained_on = {r.data for r in runs if r.preset != "pixels"}  # the pixel read-out needs no training split
+    jobs = [Job(f"data-{name}" + ("" if name in trained_on else "-test"),
+                experiment.data_ready(out, name, train=name in trained_on),
+                partial(prepare_data, experiment, out, name, workers, train=name in trained_on), wait=True)
+            for name in needed]
     jobs += [Job(f"run-{run.folder}", Path(out) / "runs" / run.folder / RUN_RECORD,
                  partial(run_one, experiment, run, out, device)) for run in runs]
     run_jobs(jobs, Path(out))

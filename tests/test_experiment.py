@@ -100,11 +100,11 @@ def test_a_broken_experiment_file_is_refused_with_the_key_named(tmp_path):
         load_experiment(bad)
 
 
-def test_the_ood_track_file_runs_both_baselines_on_every_split_of_its_track():
+def test_the_ood_track_file_runs_its_baselines_on_every_split_of_its_track():
     from ident3d.tracks import get_track
 
     experiment = load_experiment("baselines/ood_track.toml")
-    assert [run.folder for run in experiment.runs] == ["ood-supervised", "ood-normal-box"]
+    assert [run.folder for run in experiment.runs] == ["ood-pixels", "ood-supervised", "ood-normal-box"]
     track = get_track(experiment.data["ood"]["track"])
     assert {name for name, spec in track.splits.items() if spec.region} == {
         "test-interpolation", "test-extrapolation", "test-composition"}

@@ -6,6 +6,7 @@ import pytest
 from ident3d.cli import main
 from ident3d.leaderboard.entries import load_entries
 from ident3d.leaderboard.hub_export import export
+from ident3d.tracks import get_track
 
 yaml = pytest.importorskip("yaml")
 hub = pytest.importorskip("huggingface_hub")
@@ -22,9 +23,9 @@ def test_model_index_round_trips_through_the_model_card(entry):
     assert {r.metric_config for r in results} == {entry["protocol"]}
     assert all(r.dataset_split == "test" and r.dataset_config == entry["dataset"] for r in results)
     assert all(bool(r.verified) == (entry["status"] == "verified") for r in results)
-    if entry["dataset"].startswith("3dident-v2-64"):  # rendered tracks: the test latents' sha256
-        assert {r.dataset_revision for r in results} == {
-            "1c7ae8ff38ab27a76f0bfa21bca4d262e27a35765879231d378218d274281ac5"}
+    track = get_track(entry["dataset"])
+    if track.source == "render":  # rendered tracks: the test latents' sha256
+        assert {r.dataset_revision for r in results} == {track.split("test").latents_sha256}
     if entry["status"] != "reported-in-paper":  # the version it was scored under (1.0 before versions)
         scored_under = entry["result"].get("protocol_version", "1.0")
         assert all(r.metric_args["protocol_version"] == scored_under for r in results)
