@@ -143,3 +143,14 @@ def test_the_evaluator_scores_the_rendered_ood_splits_and_refuses_a_forged_one(
     with caplog.at_level(logging.WARNING):
         plain = evaluate(model, forged, progress=False).document
     assert "ood" not in plain and "test-extrapolation" in caplog.text
+
+
+def test_the_committed_ood_figures_are_the_entries():
+    from ident3d.leaderboard.ood_figure import FIGURES, figures
+
+    made = figures()
+    assert made, "no committed entry has an OOD section"
+    assert sorted(p.name for p in FIGURES.glob("*.svg")) == sorted(made)
+    for name, svg in made.items():
+        assert (FIGURES / name).read_text() == svg, \
+            f"docs/ood-figures/{name} is stale. Fix: python -m ident3d.leaderboard.ood_figure --write"
