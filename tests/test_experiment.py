@@ -77,12 +77,13 @@ def test_a_tiny_experiment_runs_scores_reports_and_resumes(tmp_path, capsys):
     assert "no run named 'nope'" in error_lines[0]
 
 
-def test_the_cpu_track_file_names_the_committed_entries():
+def test_the_cpu_track_file_names_every_committed_entry():
     experiment = load_experiment("baselines/cpu_track.toml")
     folders = {run.folder for run in experiment.runs}
     committed = {e["id"].removeprefix("Ident2026CpuTrack_").removesuffix("-clica")
                  for e in load_entries(ENTRIES_DIR) if e["id"].startswith("Ident2026CpuTrack_")}
-    assert folders == committed
+    assert committed <= folders  # runs not made yet have no entry (docs/cpu-track.md shows them unmeasured)
+    assert "v2-normal-box-s0" in committed
     groups = {run.folder: run.group for run in experiment.runs}
     for entry in load_entries(ENTRIES_DIR):
         if entry["id"].startswith("Ident2026CpuTrack_") and entry.get("seed_group"):

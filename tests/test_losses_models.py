@@ -138,6 +138,18 @@ def test_presets_match_table_4():
     assert load_preset("normal-sphere-vmf").loss == "vmf"
     assert load_preset("augm-sphere-vmf").positives == "augment"
     assert load_preset("supervised").loss == "mse"
+
+
+@pytest.mark.parametrize("name", [n for n in preset_names() if n.endswith("-original")])
+def test_original_presets_differ_from_their_variant_in_the_box_and_the_denominator_only(name):
+    from dataclasses import asdict
+
+    original, variant = asdict(load_preset(name)), asdict(load_preset(name.removesuffix("-original")))
+    changed = {k for k in original if original[k] != variant[k]} - {"preset"}
+    assert original["negatives"] == "anchors"  # cl-ica's denominator: the anchors, the self term included
+    assert changed == ({"negatives", "space"} if variant["space"] == "box" else {"negatives"})
+    if variant["space"] == "box":
+        assert original["space"] == "box-sigmoid"  # cl-ica's SoftclipLayer
     scales = load_preset("aninfonce").scale  # five levels from nearly fixed to widely varying
     assert len(scales) == 10 and len(set(scales)) == 5 and max(scales) / min(scales) >= 20
     isotropic = load_preset("aninfonce-isotropic")

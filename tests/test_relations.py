@@ -12,6 +12,7 @@ from ident3d.baselines.relations import (
     arms_paper,
     decide,
     interval,
+    original_lines,
     section,
     verdict,
 )
@@ -44,3 +45,17 @@ def test_a_verdict_needs_three_seeds_and_an_interval_on_the_right_side():
 def test_the_papers_own_numbers_satisfy_every_relation_it_states():
     paper = arms_paper(load_entries(ENTRIES_DIR))
     assert [decide(relation, paper) for relation in RELATIONS] == ["holds"] * len(RELATIONS)
+
+
+def test_each_original_row_is_set_against_its_variant_with_an_interval():
+    def arm(name, mean, n=3):
+        return {"linear_r2": Arm(name, mean, 0.01, n), "mcc_pearson": Arm(name, mean, 0.01, n)}
+
+    here = {"normal-box": arm("normal-box", 0.60), "normal-box-original": arm("normal-box-original", 0.40),
+            "laplace-box": arm("laplace-box", 0.60), "laplace-box-original": arm("laplace-box-original", 0.6, 2)}
+    text = "\n".join(original_lines(here))
+    assert "normal-box-original 40.00 (n=3) vs normal-box 60.00 (n=3): difference -20.00 [" in text
+    assert "**does not hold**" in text  # 20 points apart: not level
+    assert "laplace-box-original 60.00 (n=2) vs laplace-box 60.00 (n=3): difference +0.00; " \
+           "**not decidable at this budget**" in text  # two seeds
+    assert text.count("not measured") == 4  # two rows x two metrics not run
