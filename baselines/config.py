@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import asdict, dataclass, fields
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +163,7 @@ def load_preset(name: str, **overrides: Any) -> TrainConfig:
     if name not in preset_names():
         raise TrainingError(f"unknown preset {name!r}; expected one of {', '.join(preset_names())}. "
                             "Fix: pick one, or pass your own settings with --config FILE.toml / --set.")
-    text = files("ident3d.baselines.presets").joinpath(f"{name}.toml").read_text()
-    values = _coerce(tomllib.loads(text), f"baselines/presets/{name}.toml")
+    values = _coerce(presets.read(name), f"baselines/presets/{name}.toml")
     values.update(_coerce({k: v for k, v in overrides.items() if v is not None}, "overrides"))
     return TrainConfig(preset=name, **values)
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ident3d import atomic
+from ident3d.baselines import presets
 from ident3d.baselines.driver import Job, run_jobs
 from ident3d.cli import main as ident3d
 from ident3d.errors import Ident3dError
@@ -86,6 +87,8 @@ def load_experiment(path: Path) -> Experiment:
         if len(kinds) != 1:
             raise ExperimentError(f"{path}: data.{name} needs exactly one of track, pairs, render (has "
                                   f"{kinds or 'none'}). Fix: give one.")
+        if isinstance(spec.get("pairs", {}).get("scale"), str):  # the named preset's scales, not a copy
+            spec["pairs"]["scale"] = _preset_scale(path, f"data.{name}.pairs.scale", spec["pairs"]["scale"])
         if "test" in spec and spec["test"] not in data:
             raise ExperimentError(f"{path}: data.{name}.test = {spec['test']!r} is no data set. Fix: name "
                                   f"one of {', '.join(data)}.")
@@ -116,6 +119,17 @@ def load_experiment(path: Path) -> Experiment:
     return Experiment(Path(path), document.get("entry_prefix", "Experiment"),
                       int(document.get("checkpoint_every", 200)), data, tuple(runs),
                       str(document.get("label", "baseline")))
+
+
+def _preset_scale(path: Path, key: str, name: str) -> list[float]:
+    if name not in presets.names():
+        raise ExperimentError(f"{path}: {key} = {name!r} is neither a list of scales nor a preset. Fix: "
+                              f"name one of {', '.join(presets.names())}.")
+    scale = presets.read(name).get("scale")
+    if not isinstance(scale, list):
+        raise ExperimentError(f"{path}: {key} = {name!r}: that preset has one scale, not one per latent. "
+                              "Fix: write the list of scales.")
+    return scale
 
 
 def _quiet(*argv: str) -> None:

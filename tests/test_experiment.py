@@ -8,6 +8,7 @@ import json
 import pytest
 
 from ident3d.baselines.baseline_entries import add_entries, check_entries
+from ident3d.baselines.config import load_preset
 from ident3d.baselines.driver import _owner
 from ident3d.baselines.experiment import ExperimentError, load_experiment, main
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
@@ -98,6 +99,25 @@ def test_a_broken_experiment_file_is_refused_with_the_key_named(tmp_path):
         load_experiment(bad)
     bad.write_text(TINY.replace("[data.small]\nrender", "[data.small]\ntrack = 'x'\nrender"))
     with pytest.raises(ExperimentError, match="data.small needs exactly one of track, pairs, render"):
+        load_experiment(bad)
+
+
+def test_pairs_take_a_presets_scales_by_its_name():
+    experiment = load_experiment("baselines/cpu_track.toml")
+    assert experiment.data["v2pairs"]["pairs"]["scale"] == list(load_preset("aninfonce").scale)
+    moderate = experiment.data["v2pairs-moderate"]["pairs"]["scale"]
+    assert moderate == list(load_preset("aninfonce-sphere").scale)
+
+
+@pytest.mark.parametrize(("scale", "message"), [
+    ("no-such-preset", "is neither a list of scales nor a preset"),
+    ("normal-box", "that preset has one scale, not one per latent")])
+def test_a_pairs_scale_naming_no_usable_preset_is_refused(tmp_path, scale, message):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f'[data.p]\npairs = {{ n = 8, seed = 0, scale = "{scale}", variant = "v2", '
+                   'preset = "preview", resolution = 32 }\n')
+    with pytest.raises(ExperimentError, match=rf"data.p.pairs.scale = '{scale}': .*{message}|"
+                                              rf"data.p.pairs.scale = '{scale}' {message}"):
         load_experiment(bad)
 
 

@@ -202,3 +202,12 @@ def test_cosine_schedule_decays_to_zero_and_fixes_the_length_of_a_run():
     assert resume_differences(cosine, TrainConfig(lr_schedule="cosine", iterations=200))  # refused
     with pytest.raises(TrainingError, match="lr_schedule"):
         TrainConfig(lr_schedule="step")
+
+
+@pytest.mark.parametrize("name", [n for n in preset_names() if "-isotropic" in n])
+def test_an_isotropic_control_differs_from_its_aninfonce_preset_in_the_loss_only(name):
+    from dataclasses import asdict
+
+    control, model = asdict(load_preset(name)), asdict(load_preset(name.replace("-isotropic", "")))
+    assert {k for k in control if control[k] != model[k]} == {"preset", "loss"}
+    assert (control["loss"], model["loss"]) == ("aninfonce-isotropic", "aninfonce")

@@ -52,7 +52,8 @@ def test_each_original_row_is_set_against_its_variant_with_an_interval():
         return {"linear_r2": Arm(name, mean, 0.01, n), "mcc_pearson": Arm(name, mean, 0.01, n)}
 
     here = {"normal-box": arm("normal-box", 0.60), "normal-box-original": arm("normal-box-original", 0.40),
-            "laplace-box": arm("laplace-box", 0.60), "laplace-box-original": arm("laplace-box-original", 0.6, 2)}
+            "laplace-box": arm("laplace-box", 0.60),
+            "laplace-box-original": arm("laplace-box-original", 0.60, n=2)}
     text = "\n".join(original_lines(here))
     assert "normal-box-original 40.00 (n=3) vs normal-box 60.00 (n=3): difference -20.00 [" in text
     assert "**does not hold**" in text  # 20 points apart: not level
