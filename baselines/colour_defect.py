@@ -1,0 +1,102 @@
+"""The colour defect on the CPU track, computed from leaderboard entries: each hue latent's R² with the
+original colour mapping (``legacy``) against ``v2``, beside the ceiling the legacy plateaus put on it.
+
+    python -m ident3d.baselines.colour_defect            # print the section
+    python -m ident3d.baselines.colour_defect --write    # write it into docs/cpu-track.md
+
+The arms are normal-box on the two CPU tracks (``baselines/cpu_track.toml``), scored under
+ident3d-eval-v1 (linear and kernel R² per latent). The difference legacy - v2 gets a 95% Welch t
+interval and a verdict only with at least ``MIN_SEEDS`` seeds per arm (``relations``' rule). The
+ceiling (``ident3d.variants.ceilings``) is what no read-out of the images can pass: the legacy mapping
+sends a stretch of each hue to one colour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from ident3d.baselines.experiment import load_experiment
+from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, PAGE, Arm, interval
+from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+from ident3d.variants import get_variant
+from ident3d.variants.ceilings import readout_ceilings
+
+BEGIN = "<!-- colour-defect:begin (python -m ident3d.baselines.colour_defect --write) -->"
+END = "<!-- colour-defect:end -->"
+PROTOCOL, PRESET = "ident3d-eval-v1", "normal-box"
+HUES = ("object_hue", "spotlight_hue", "ground_hue")
+READOUTS = {"linear_r2": "linear", "nonlinear_r2": "kernel"}
+
+
+def hue_arms(entries: list[dict]) -> dict[str, dict[tuple[str, str], Arm]]:
+    """Per data set (legacy, v2): per (hue, read-out), the R² of normal-box's seeds."""
+    experiment = load_experiment(EXPERIMENT)
+    prefix = experiment.entry_prefix + "_"
+    runs = {run.folder: run for run in experiment.runs if run.preset == PRESET}
+    values: dict[str, dict[tuple[str, str], list[float]]] = {}
+    for entry in entries:
+        folder = entry["id"].removeprefix(prefix)
+        if entry["protocol"] != PROTOCOL or folder not in runs or not entry["id"].startswith(prefix):
+            continue
+        for latent in entry["result"]["per_latent"]:
+            for readout in READOUTS:
+                if latent["factor"] in HUES and latent.get(readout) is not None:
+                    key = (latent["factor"], readout)
+                    values.setdefault(runs[folder].data, {}).setdefault(key, []).append(latent[readout])
+    return {data: {key: Arm(data, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None, len(v))
+                   for key, v in by_key.items()} for data, by_key in values.items()}
+
+
+def _cell(arm: Arm | None) -> str:
+    return "not measured" if arm is None else f"{100 * arm.mean:.2f} (n={arm.n})"
+
+
+def _difference(legacy: Arm | None, v2: Arm | None) -> str:
+    if legacy is None or v2 is None:
+        return "not measured"
+    found = interval(legacy, v2)
+    if found is None:
+        return f"{100 * (legacy.mean - v2.mean):+.2f}; not decidable at this budget"
+    diff, low, high = found
+    word = "lower" if high < 0 else "higher" if low > 0 else "not decidable at this budget"
+    return f"{100 * diff:+.2f} [{100 * low:+.2f}, {100 * high:+.2f}]; {word}"
+
+
+def section(entries: list[dict]) -> str:
+    ceilings = readout_ceilings(get_variant("legacy"))
+    arms = hue_arms(entries)
+    legacy, v2 = arms.get("legacy", {}), arms.get("v2", {})
+    lines = [BEGIN,
+             f"Each hue of normal-box on the legacy track against v2 ({PROTOCOL}, per-latent R² in percent), "
+             "with the difference legacy - v2 and its 95% Welch t interval (a verdict needs "
+             f"{MIN_SEEDS} seeds per arm), beside the ceiling the legacy mapping's plateaus put on any "
+             "read-out of the images (`ident3d.variants.ceilings`; v2's is 100 for every hue):", "",
+             "| hue | read-out | legacy ceiling | legacy | v2 | legacy - v2 |",
+             "|---|---|---:|---:|---:|---|"]
+    for hue in HUES:
+        for readout, name in READOUTS.items():
+            key = (hue, readout)
+            lines.append(f"| {hue} | {name} | {100 * ceilings[hue]:.2f} | {_cell(legacy.get(key))} | "
+                         f"{_cell(v2.get(key))} | {_difference(legacy.get(key), v2.get(key))} |")
+    cap = sum(1 - c for c in ceilings.values()) / len(ceilings)
+    lines += ["", f"The plateaus alone can lower the mean R² over the ten latents by at most {100 * cap:.2f} "
+              "points; what the images hide does not explain a loss larger than that.", END]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write the section into docs/cpu-track.md")
+    args = parser.parse_args(argv)
+    text = section(load_entries(ENTRIES_DIR))
+    if args.write:
+        from ident3d.generated_blocks import write_block
+
+        write_block(text, BEGIN, END, PAGE)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
