@@ -147,8 +147,10 @@ def prepare_data(experiment: Experiment, out: Path, name: str, workers: int, tra
         splits = [(split, ["--track", spec["track"]]) for split in names]
     elif "pairs" in spec:
         p = spec["pairs"]
-        splits = [("train", ["--pairs", "--n", str(p["n"]), "--seed", str(p["seed"]),
-                             "--scale", ",".join(str(s) for s in p["scale"]), "--variant", p["variant"],
+        scale = p["scale"] if isinstance(p["scale"], list) else [p["scale"]]
+        conditional = ["--conditional", p["conditional"]] if "conditional" in p else []
+        splits = [("train", ["--pairs", "--n", str(p["n"]), "--seed", str(p["seed"]), *conditional,
+                             "--scale", ",".join(str(s) for s in scale), "--variant", p["variant"],
                              "--preset", p["preset"], "--resolution", str(p["resolution"])])]
     else:
         r = spec["render"]

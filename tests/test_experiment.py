@@ -109,6 +109,21 @@ def test_pairs_take_a_presets_scales_by_its_name():
     assert moderate == list(load_preset("aninfonce-sphere").scale)
 
 
+def test_exact_pairs_render_with_their_conditional_and_scales(tmp_path, monkeypatch):
+    import ident3d.baselines.experiment as experiment_module
+
+    calls = []
+    monkeypatch.setattr(experiment_module, "_quiet", lambda *argv: calls.append(argv))
+    experiment = load_experiment("baselines/cpu_track.toml")
+    for name in ("v2pairs-laplace", "v2pairs-moderate"):
+        (tmp_path / "data" / name / "train").mkdir(parents=True)  # as if packed: no pack call
+        (tmp_path / "data" / name / "train" / "images.npy").write_bytes(b"")
+        experiment_module.prepare_data(experiment, tmp_path, name, workers=1)
+    laplace, moderate = (" ".join(c) for c in calls if c[0] == "render")
+    assert "--pairs --n 25000 --seed 4 --conditional laplace --scale 0.1 " in laplace
+    assert "--conditional" not in moderate and "--scale 0.0877,0.1115," in moderate
+
+
 @pytest.mark.parametrize(("scale", "message"), [
     ("no-such-preset", "is neither a list of scales nor a preset"),
     ("normal-box", "that preset has one scale, not one per latent")])
