@@ -1,0 +1,178 @@
+"""Learning curves of the CPU track: the held-out linear R² of each latent against training steps, kept
+from the runs' logs, drawn, and tabulated in docs/cpu-track.md.
+
+    python -m ident3d.baselines.learning_curves OUT --write   # keep OUT/runs/*/log.jsonl's curves, draw
+    python -m ident3d.baselines.learning_curves --write       # redraw from the kept curves
+
+The runs of ``baselines/cpu_track_curves.toml`` log, every ``eval_every`` steps, each latent's linear
+R² fitted on one half of the first ``eval_images`` test images and scored on the other half
+(``ident3d.baselines.train.quick_score``); AnInfoNCE runs log their learned Lambda (any experiment
+file's runs, ``--experiment FILE --runs NAME``). Those records are kept in ``baselines/curves/RUN.json`` with
+the run's preset and budget and the last step it logged (a run stopped early keeps what it reached),
+drawn as ``docs/learning-curves/RUN.svg`` and tabulated between the markers of docs/cpu-track.md;
+``tests/test_learning_curves.py`` fails when the figures or the table are stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ident3d import atomic
+from ident3d.baselines.experiment import Run, load_experiment
+from ident3d.baselines.relations import PAGE
+from ident3d.charts import PALETTE, Chart, ticks
+from ident3d.tracks import get_track
+from ident3d.variants import get_variant
+
+EXPERIMENT = Path(__file__).resolve().parent / "cpu_track_curves.toml"
+CURVES = Path(__file__).resolve().parent / "curves"
+FIGURES = PAGE.parent / "learning-curves"
+BEGIN = "<!-- learning-curves:begin (python -m ident3d.baselines.learning_curves --write) -->"
+END = "<!-- learning-curves:end -->"
+STEPS = (300, 600, 1200, 2400, 4800, 7200)  # the table's columns, where a curve has them
+
+
+def curve_of_run(folder: Path, run: Run, factors: list[str]) -> dict[str, Any]:
+    """The periodic evaluations in a run folder's log, with the run's settings."""
+    from ident3d.baselines.train import read_log
+
+    log = read_log(folder / "log.jsonl")
+    points = [{"step": r["step"], "linear_r2": r["eval"]["linear_r2"], "mcc": r["eval"]["mcc"],
+               "linear_r2_per_latent": r["eval"]["linear_r2_per_latent"]} for r in log if "eval" in r]
+    lambdas = [{"step": r["step"], "precision": r["precision"]} for r in log if "precision" in r]
+    return {"run": run.folder, "preset": run.preset, "budget": run.budget, "factors": factors,
+            "last_step": log[-1]["step"] if log else 0, "points": points, "lambda": lambdas}
+
+
+def keep_curves(out: Path, experiment_file: Path = EXPERIMENT, curves: Path = CURVES,
+                only: list[str] | None = None) -> list[Path]:
+    """Write the curve of every run of the experiment (or those named in ``only``) that has logged an
+    evaluation or a learned Lambda under ``out``."""
+    experiment = load_experiment(experiment_file)
+    written = []
+    for run in experiment.runs:
+        folder = Path(out) / "runs" / run.folder
+        if not (folder / "log.jsonl").exists() or (only and run.folder not in only and run.group not in only):
+            continue
+        data = experiment.data[run.data]
+        track = data["track"] if "track" in data else experiment.data[data["test"]]["track"]
+        curve = curve_of_run(folder, run, list(get_variant(get_track(track).variant).names))
+        if curve["points"] or curve["lambda"]:
+            curves.mkdir(exist_ok=True)
+            atomic.write_json(curves / f"{run.folder}.json", curve)
+            written.append(curves / f"{run.folder}.json")
+    return written
+
+
+def load_curves(curves: Path = CURVES) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(curves.glob("*.json"))]
+
+
+def curve_svg(curve: dict[str, Any]) -> str:
+    budget = curve["budget"]
+    chart = Chart(f"{curve['run']}: held-out linear R² per latent ({curve['preset']}, batch "
+                  f"{budget['batch_size']}, lr {budget['lr']:g}; logged to step {curve['last_step']:,} of "
+                  f"{budget['steps']:,})", x_max=budget["steps"], y_max=1.0, width=720, height=380,
+                  margins=(44, 12, 64, 40), title_size=12)
+    chart.y_grid([0.0, 0.25, 0.5, 0.75, 1.0], "{:.2f}")
+    chart.x_labels(ticks(budget["steps"], 6), "training step")
+    for j, factor in enumerate(curve["factors"]):
+        colour = PALETTE[j % len(PALETTE)]
+        chart.key(chart.left + 132 * (j % 5), 24 + 16 * (j // 5), colour, factor)
+        chart.line([(p["step"], max(0.0, p["linear_r2_per_latent"][j])) for p in curve["points"]], colour,
+                   dots=True)
+    return chart.svg()
+
+
+def lambda_svg(curve: dict[str, Any]) -> str:
+    """Each learned precision of an AnInfoNCE run (one line per output feature, unmatched) by step."""
+    steps = [p["step"] for p in curve["lambda"]]
+    values = [p["precision"] for p in curve["lambda"]]
+    top = max(max(v) for v in values) * 1.1
+    chart = Chart(f"{curve['run']}: learned Lambda per output feature ({curve['preset']}; logged to step "
+                  f"{curve['last_step']:,} of {curve['budget']['steps']:,})", x_max=curve["budget"]["steps"],
+                  y_max=top)
+    chart.y_grid(ticks(top), "{:g}")
+    chart.x_labels(ticks(curve["budget"]["steps"], 6), "training step")
+    for feature in range(len(values[0])):
+        chart.line([(s, v[feature]) for s, v in zip(steps, values, strict=True)],
+                   PALETTE[feature % len(PALETTE)] if len(values[0]) > 1 else "#555")
+    return chart.svg()
+
+
+def figures(curves: list[dict[str, Any]]) -> dict[str, str]:
+    """Every figure the kept curves give, by file name."""
+    made = {f"{c['run']}.svg": curve_svg(c) for c in curves if c["points"]}
+    made |= {f"lambda-{c['run']}.svg": lambda_svg(c) for c in curves if c["lambda"]}
+    return made
+
+
+def _value(curve: dict[str, Any], step: int, latent: int | None) -> str:
+    point = next((p for p in curve["points"] if p["step"] == step), None)
+    if point is None:
+        return "—"
+    value = point["linear_r2"] if latent is None else max(0.0, point["linear_r2_per_latent"][latent])
+    return f"{100 * value:.1f}"
+
+
+def section(curves: list[dict[str, Any]]) -> str:
+    lines = [BEGIN]
+    if not curves:
+        lines.append("No learning curve is kept yet: the runs of `baselines/cpu_track_curves.toml` have not "
+                     "been made.")
+    for curve in curves:
+        budget = curve["budget"]
+        if curve["lambda"]:
+            final = ", ".join(f"{v:.2f}" for v in curve["lambda"][-1]["precision"])
+            lines += [f"**{curve['run']}**: learned Lambda per output feature at step "
+                      f"{curve['lambda'][-1]['step']:,}: {final}. Trajectory: "
+                      f"[learning-curves/lambda-{curve['run']}.svg](learning-curves/lambda-{curve['run']}.svg).",
+                      ""]
+        if not curve["points"]:
+            continue
+        lines += [f"**{curve['run']}** ({curve['preset']}, {budget['steps']:,} steps of "
+                  f"{budget['batch_size']} at lr {budget['lr']:g}; logged to step {curve['last_step']:,}): "
+                  "held-out linear R² "
+                  "(percent, negatives shown as 0) at each step; — where the run did not log it. Figure: "
+                  f"[learning-curves/{curve['run']}.svg](learning-curves/{curve['run']}.svg).", "",
+                  "| latent | " + " | ".join(f"{s:,}" for s in STEPS) + " |",
+                  "|---|" + "---:|" * len(STEPS),
+                  "| mean | " + " | ".join(_value(curve, s, None) for s in STEPS) + " |"]
+        lines += [f"| {factor} | " + " | ".join(_value(curve, s, j) for s in STEPS) + " |"
+                  for j, factor in enumerate(curve["factors"])]
+        lines.append("")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, nargs="?", help="the experiment's output folder (its runs/)")
+    parser.add_argument("--experiment", type=Path, default=EXPERIMENT, help="the runs' experiment file "
+                        "(default: baselines/cpu_track_curves.toml)")
+    parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs (names or folders)")
+    parser.add_argument("--write", action="store_true", help="draw the figures and write the table")
+    args = parser.parse_args(argv)
+    if args.out is not None:
+        for path in keep_curves(args.out, args.experiment, only=args.runs):
+            print(f"kept {path}")
+    curves = load_curves()
+    text = section(curves)
+    if args.write:
+        from ident3d.generated_blocks import write_block
+
+        FIGURES.mkdir(exist_ok=True)
+        for stale in FIGURES.glob("*.svg"):
+            stale.unlink()
+        for name, svg in figures(curves).items():
+            (FIGURES / name).write_text(svg)
+        write_block(text, BEGIN, END, PAGE)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

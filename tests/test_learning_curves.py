@@ -1,0 +1,83 @@
+"""Learning curves (ident3d.baselines.learning_curves): a real tiny run's logged evaluations are kept,
+drawn and tabulated; the committed figures and table are what the kept curves give."""
+
+import json
+
+from conftest import write_fake_split
+
+from ident3d.baselines.config import load_preset
+from ident3d.baselines.learning_curves import (
+    BEGIN,
+    END,
+    FIGURES,
+    PAGE,
+    curve_svg,
+    figures,
+    keep_curves,
+    load_curves,
+    section,
+)
+from ident3d.baselines.train import read_log, train
+
+EXPERIMENT = """entry_prefix = "Test2026Curve"
+[budgets]
+tiny = { steps = 6, batch_size = 8, lr = 1e-3 }
+[data.v2]
+track = "3dident-v2-64"
+[[runs]]
+name = "tiny-curve"
+data = "v2"
+preset = "smoke"
+budget = "tiny"
+set = { eval_every = 2 }
+"""
+
+
+def test_a_runs_logged_evaluations_become_its_curve_figure_and_table(tmp_path):
+    write_fake_split(tmp_path / "data", "train", n=60, size=32)
+    write_fake_split(tmp_path / "data", "test", n=40, size=32, seed=1)
+    config = load_preset("smoke", data=str(tmp_path / "data"), iterations=6, batch_size=8, log_every=1,
+                         checkpoint_every=2, eval_every=2, eval_images=40, device="cpu")
+    train(config, tmp_path / "out/runs/tiny-curve", progress=False)
+    (tmp_path / "experiment.toml").write_text(EXPERIMENT)
+    (tmp_path / "out/runs/unrun").mkdir()  # a run folder of another experiment is ignored
+
+    kept = keep_curves(tmp_path / "out", tmp_path / "experiment.toml", tmp_path / "curves")
+    assert kept == [tmp_path / "curves/tiny-curve.json"]
+    curve = json.loads(kept[0].read_text())
+    logged = [r["eval"] for r in read_log(tmp_path / "out/runs/tiny-curve/log.jsonl") if "eval" in r]
+    assert [p["step"] for p in curve["points"]] == [2, 4, 6] and curve["last_step"] == 6
+    assert [p["linear_r2_per_latent"] for p in curve["points"]] == [e["linear_r2_per_latent"] for e in logged]
+    assert curve["factors"][0] == "object_x" and len(curve["factors"]) == 10
+    assert curve["budget"] == {"steps": 6, "batch_size": 8, "lr": 1e-3} and curve["preset"] == "smoke"
+
+    svg = curve_svg(curve)
+    assert svg.count("<polyline") == 10 and svg.count("<circle") == 30 and "logged to step 6 of 6" in svg
+    table = section([curve])
+    assert "| latent | 300 | 600 | 1,200 | 2,400 | 4,800 | 7,200 |" in table
+    assert table.count("| — | — | — | — | — | — |") == 11  # no step of the table was logged: mean + 10
+
+
+def test_the_committed_figures_and_table_are_what_the_kept_curves_give():
+    curves = load_curves()
+    text = PAGE.read_text()
+    assert text[text.index(BEGIN):text.index(END) + len(END)] == section(curves), \
+        "docs/cpu-track.md's learning curves are stale. Fix: " \
+        "python -m ident3d.baselines.learning_curves --write"
+    drawn = {p.name: p.read_text() for p in FIGURES.glob("*.svg")} if FIGURES.exists() else {}
+    assert drawn == figures(curves)
+
+
+def test_an_aninfonce_runs_lambda_is_kept_and_drawn(tmp_path):
+    write_fake_split(tmp_path / "data", "train", n=60, size=32)
+    config = load_preset("aninfonce-sphere", data=str(tmp_path / "data"), iterations=4, batch_size=8,
+                         log_every=1, checkpoint_every=2, eval_every=0, device="cpu")
+    train(config, tmp_path / "out/runs/tiny-curve", progress=False)
+    (tmp_path / "experiment.toml").write_text(EXPERIMENT)
+    (curve_file,) = keep_curves(tmp_path / "out", tmp_path / "experiment.toml", tmp_path / "curves")
+    curve = json.loads(curve_file.read_text())
+    assert curve["points"] == [] and [p["step"] for p in curve["lambda"]] == [1, 2, 3, 4]
+    assert all(len(p["precision"]) == 10 for p in curve["lambda"])
+    assert set(figures([curve])) == {"lambda-tiny-curve.svg"}
+    assert figures([curve])["lambda-tiny-curve.svg"].count("<polyline") == 10
+    assert "learned Lambda per output feature at step 4: " in section([curve])
