@@ -1,0 +1,107 @@
+"""The CPU track's verified entries as the tables of docs/cpu-track.md: every seed group's scores under
+both protocols, and each latent's linear R², computed from the committed entries (the run folders are
+not kept; the entries are what anyone can re-score).
+
+    python -m ident3d.baselines.entries_report            # print the section
+    python -m ident3d.baselines.entries_report --write    # write it into docs/cpu-track.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+from ident3d.baselines.experiment import Run, load_experiment
+from ident3d.baselines.relations import EXPERIMENT, PAGE
+from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+
+BEGIN = "<!-- entries:begin (python -m ident3d.baselines.entries_report --write) -->"
+END = "<!-- entries:end -->"
+COLUMNS = (("cl-ica-2021", "linear_r2", "R² (cl-ica-2021)"),
+           ("cl-ica-2021", "mcc_pearson", "MCC (cl-ica-2021)"),
+           ("ident3d-eval-v1", "linear_r2", "R² (v1)"),
+           ("ident3d-eval-v1", "nonlinear_r2", "kernel R² (v1)"),
+           ("ident3d-eval-v1", "mcc_pearson", "MCC (v1)"))
+
+
+def _spread(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{100 * values[0]:.2f}"
+    return f"{100 * statistics.fmean(values):.2f} ± {100 * statistics.stdev(values):.2f}"
+
+
+def grouped(entries: list[Mapping[str, Any]]) -> dict[str, list[tuple[Run, dict[str, Mapping[str, Any]]]]]:
+    """Per seed group of the experiment, in its order: each run that has entries, with its entry per
+    protocol."""
+    experiment = load_experiment(EXPERIMENT)
+    prefix = experiment.entry_prefix + "_"
+    by_id = {entry["id"]: entry for entry in entries}
+    groups: dict[str, list[tuple[Run, dict[str, Mapping[str, Any]]]]] = {}
+    for run in experiment.runs:
+        found = {entry["protocol"]: entry for entry in (by_id.get(prefix + run.folder),
+                                                        by_id.get(prefix + run.folder + "-clica")) if entry}
+        if found:
+            groups.setdefault(run.group, []).append((run, found))
+    return groups
+
+
+def scores_table(groups: Mapping[str, list]) -> list[str]:
+    lines = ["| run | data | seeds | " + " | ".join(c[2] for c in COLUMNS) + " | steps × batch |",
+             "|---|---|---:|" + "---:|" * len(COLUMNS) + "---|"]
+    for group, runs in groups.items():
+        cells = []
+        for protocol, metric, _ in COLUMNS:
+            values = [found[protocol]["metrics"][metric] for _, found in runs
+                      if protocol in found and found[protocol]["metrics"].get(metric) is not None]
+            cells.append(_spread(values) if values else "–")
+        run = runs[0][0]
+        budget = f"{run.budget['steps']:,} × {run.budget['batch_size']}" if run.budget else "none"
+        lines.append(f"| {group} | {run.data} | {len(runs)} | " + " | ".join(cells) + f" | {budget} |")
+    return lines
+
+
+def latents_table(groups: Mapping[str, list]) -> list[str]:
+    first = next(found["ident3d-eval-v1"] for runs in groups.values() for _, found in runs
+                 if "ident3d-eval-v1" in found)
+    factors = [row["factor"] for row in first["result"]["per_latent"]]
+    lines = ["| run | " + " | ".join(factors) + " |", "|---|" + "---:|" * len(factors)]
+    for group, runs in groups.items():
+        results = [found["ident3d-eval-v1"]["result"] for _, found in runs if "ident3d-eval-v1" in found]
+        cells = [f"{100 * statistics.fmean(max(0.0, r['per_latent'][k]['linear_r2']) for r in results):.1f}"
+                 for k in range(len(factors))]
+        lines.append(f"| {group} (n={len(results)}) | " + " | ".join(cells) + " |")
+    return lines
+
+
+def section(entries: list[Mapping[str, Any]]) -> str:
+    groups = grouped(entries)
+    return "\n".join([
+        BEGIN,
+        "Every seed group of `baselines/cpu_track.toml` with verified entries (test split of 5,000 images; "
+        "seed groups as mean ± sample sd, in percent). Each run is two entries of `3dident-v2-64@1` (or of "
+        "`3dident-legacy-64@1` for the `legacy` data), one per protocol, with its checkpoint's sha256, the "
+        "command that trains it and its training minutes in the footnote.", "",
+        *scores_table(groups), "",
+        "Linear R² of each latent (ident3d-eval-v1, percent, negatives shown as 0, mean over the group's "
+        "seeds):", "",
+        *latents_table(groups),
+        END])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write the section into docs/cpu-track.md")
+    args = parser.parse_args(argv)
+    text = section(load_entries(ENTRIES_DIR))
+    if args.write:
+        from ident3d.generated_blocks import write_block
+
+        write_block(text, BEGIN, END, PAGE)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

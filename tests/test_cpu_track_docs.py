@@ -1,0 +1,23 @@
+"""The tables of docs/cpu-track.md computed from the committed entries (ident3d.baselines.entries_report)."""
+
+import statistics
+
+from ident3d.baselines.entries_report import BEGIN, END, grouped, section
+from ident3d.baselines.relations import PAGE
+from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+
+
+def test_the_docs_tables_are_what_the_entries_give():
+    text = PAGE.read_text()
+    assert text[text.index(BEGIN):text.index(END) + len(END)] == section(load_entries(ENTRIES_DIR)), \
+        "docs/cpu-track.md's entry tables are stale. Fix: python -m ident3d.baselines.entries_report --write"
+
+
+def test_a_seed_group_is_its_seeds_mean_and_sample_sd():
+    entries = load_entries(ENTRIES_DIR)
+    runs = grouped(entries)["v2-normal-box"]
+    assert [run.folder for run, _ in runs] == ["v2-normal-box-s0", "v2-normal-box-s1", "v2-normal-box-s2"]
+    r2 = [found["cl-ica-2021"]["metrics"]["linear_r2"] for _, found in runs]
+    row = next(line for line in section(entries).splitlines() if line.startswith("| v2-normal-box | "))
+    assert f"| {100 * statistics.fmean(r2):.2f} ± {100 * statistics.stdev(r2):.2f} |" in row
+    assert row.endswith("| 1,200 × 128 |") and "| v2 | 3 |" in row
