@@ -147,11 +147,15 @@ def prepare_data(experiment: Experiment, out: Path, name: str, workers: int, tra
         splits = [(split, ["--track", spec["track"]]) for split in names]
     elif "pairs" in spec:
         p = spec["pairs"]
-        scale = p["scale"] if isinstance(p["scale"], list) else [p["scale"]]
-        conditional = ["--conditional", p["conditional"]] if "conditional" in p else []
-        splits = [("train", ["--pairs", "--n", str(p["n"]), "--seed", str(p["seed"]), *conditional,
-                             "--scale", ",".join(str(s) for s in scale), "--variant", p["variant"],
-                             "--preset", p["preset"], "--resolution", str(p["resolution"])])]
+        if "style" in p:  # a content/style split: the style latents resampled, the rest shared
+            positives = ["--style", ",".join(p["style"])]
+        else:
+            scale = p["scale"] if isinstance(p["scale"], list) else [p["scale"]]
+            positives = [*(["--conditional", p["conditional"]] if "conditional" in p else []),
+                         "--scale", ",".join(str(s) for s in scale)]
+        splits = [(p.get("split", "train"), ["--pairs", "--n", str(p["n"]), "--seed", str(p["seed"]),
+                                             *positives, "--variant", p["variant"], "--preset", p["preset"],
+                                             "--resolution", str(p["resolution"])])]
     else:
         r = spec["render"]
         common = ["--variant", r.get("variant", "v2"), "--preset", r.get("preset", "preview"),

@@ -122,6 +122,16 @@ def test_exact_pairs_render_with_their_conditional_and_scales(tmp_path, monkeypa
     laplace, moderate = (" ".join(c) for c in calls if c[0] == "render")
     assert "--pairs --n 25000 --seed 4 --conditional laplace --scale 0.1 " in laplace
     assert "--conditional" not in moderate and "--scale 0.0877,0.1115," in moderate
+    calls.clear()
+    content_style = load_experiment("baselines/content_style.toml")
+    for name in ("cs", "cs-test"):
+        (tmp_path / "data" / name).mkdir()
+        experiment_module.prepare_data(content_style, tmp_path, name, workers=1, train=name == "cs")
+    train_split, test_split = (" ".join(c) for c in calls if c[0] == "render")
+    assert "--split train --workers 1 --pairs --n 25000 --seed 6 --style spotlight_angle,object_hue," \
+        in train_split
+    assert "--split test --workers 1 --pairs --n 2500 --seed 7 --style " in test_split
+    assert "--scale" not in train_split + test_split
 
 
 @pytest.mark.parametrize(("scale", "message"), [
