@@ -235,6 +235,26 @@ def test_the_report_sets_a_run_beside_the_authors_log_at_the_same_step():
     assert against_the_log([{**run, "row": "T2.1"}])[2:] == []  # no log for the paper's Tables 1-2
 
 
+def test_a_deviation_row_is_set_beside_its_reference_at_the_same_budget_only():
+    from dataclasses import asdict
+
+    from ident3d.baselines.synthetic.report import beside
+
+    budget = asdict(synthetic_run.Budget(steps=100))
+    curve = [{"step": 100, "r2": 0.0, "mcc": 0.0}]
+
+    def runs(row, values, **extra):
+        return [{"row": row, "budget": {**budget, **extra}, "curve": curve, "r2": v, "mcc": v - 10}
+                for v in values]
+
+    lines = beside(runs("D.1", [90.0]) + runs("T2.1", [95.0, 96.0, 97.0]) + runs("D.2", [80.0], steps=200))
+    assert lines[2:] == ["| D.1 | T2.1 | 256 x 100, lr 0.0001 | 90.00 (n=1) / 96.00 (n=3) | 80.00 (n=1) / "
+                         "86.00 (n=3) | -6.00; not decidable (1 seed(s) in an arm) | -6.00; not decidable "
+                         "(1 seed(s) in an arm) |"]  # D.2 ran at another budget than T2.1: not compared
+    decided = beside(runs("D.1", [80.0, 81.0, 82.0]) + runs("T2.1", [95.0, 96.0, 97.0]))[2]
+    assert "| -15.00 [" in decided and "]; differs |" in decided
+
+
 def test_a_run_whose_features_ended_constant_is_counted_as_collapsed():
     from ident3d.baselines.synthetic.report import seeds_cell
 

@@ -45,6 +45,7 @@ class Row:
     paper: dict[str, list[float]] = field(default_factory=dict)  # "r2"/"mcc": [mean] or [mean, sd]
     paper_source: str = ""
     paper_curve: tuple[tuple[int, float, float], ...] = ()  # (step, R², MCC) from the paper's own log
+    reference: str = ""  # a deviation row: the row it changes one thing of (compared at equal budgets)
 
 
 def precisions(text: str, dim: int) -> tuple[float, ...]:
@@ -68,12 +69,17 @@ def _row(entry: dict[str, Any]) -> Row:
     return Row(id=entry["id"], title=entry["title"], theory=entry["theory"], process=Process(**process),
                model=Model(**entry["model"]), paper=entry.get("paper", {}),
                paper_source=entry.get("paper_source", ""),
-               paper_curve=tuple(tuple(point) for point in entry.get("paper_curve", ())))
+               paper_curve=tuple(tuple(point) for point in entry.get("paper_curve", ())),
+               reference=entry.get("reference", ""))
 
 
 def rows() -> dict[str, Row]:
     text = files("ident3d.baselines.synthetic").joinpath("rows.toml").read_text()
-    return {entry["id"]: _row(entry) for entry in tomllib.loads(text)["row"]}
+    table = {entry["id"]: _row(entry) for entry in tomllib.loads(text)["row"]}
+    for row in table.values():
+        if row.reference and row.reference not in table:
+            raise TrainingError(f"row {row.id}: reference = {row.reference!r} is no row of rows.toml")
+    return table
 
 
 def get_row(row_id: str) -> Row:
