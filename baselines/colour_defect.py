@@ -13,11 +13,11 @@ sends a stretch of each hue to one colour.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 
 from ident3d.baselines.experiment import load_experiment
 from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, PAGE, Arm, interval
+from ident3d.generated_blocks import section_command
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 from ident3d.variants import get_variant
 from ident3d.variants.ceilings import readout_ceilings
@@ -86,16 +86,8 @@ def section(entries: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write the section into docs/cpu-track.md")
-    args = parser.parse_args(argv)
-    text = section(load_entries(ENTRIES_DIR))
-    if args.write:
-        from ident3d.generated_blocks import write_block
-
-        write_block(text, BEGIN, END, PAGE)
-    print(text)
-    return 0
+    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
+                           BEGIN, END, PAGE)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,13 @@ not kept; the entries are what anyone can re-score).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from collections.abc import Mapping
 from typing import Any
 
 from ident3d.baselines.experiment import Run, load_experiment
 from ident3d.baselines.relations import EXPERIMENT, PAGE
+from ident3d.generated_blocks import section_command
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 
 BEGIN = "<!-- entries:begin (python -m ident3d.baselines.entries_report --write) -->"
@@ -91,16 +91,8 @@ def section(entries: list[Mapping[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write the section into docs/cpu-track.md")
-    args = parser.parse_args(argv)
-    text = section(load_entries(ENTRIES_DIR))
-    if args.write:
-        from ident3d.generated_blocks import write_block
-
-        write_block(text, BEGIN, END, PAGE)
-    print(text)
-    return 0
+    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
+                           BEGIN, END, PAGE)
 
 
 if __name__ == "__main__":

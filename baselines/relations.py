@@ -18,7 +18,6 @@ about, and the other.
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 from scipy.stats import t as student_t
 
 from ident3d.baselines.experiment import load_experiment
+from ident3d.generated_blocks import section_command
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 
 EXPERIMENT = Path(__file__).resolve().parent / "cpu_track.toml"
@@ -246,16 +246,8 @@ def original_lines(here: dict[str, dict[str, Arm]]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write the section into docs/cpu-track.md")
-    args = parser.parse_args(argv)
-    text = section(load_entries(ENTRIES_DIR))
-    if args.write:
-        from ident3d.generated_blocks import write_block
-
-        write_block(text, BEGIN, END, PAGE)
-    print(text)
-    return 0
+    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
+                           BEGIN, END, PAGE)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ tests hold to what their command computes."""
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from ident3d import atomic
@@ -20,3 +22,16 @@ def write_block(block: str, begin: str, end: str, page: Path = README) -> None:
     head, _, rest = text.partition(begin)
     _, _, tail = rest.partition(end)
     atomic.write_bytes(page, (head + block + tail).encode())
+
+
+def section_command(argv: list[str] | None, description: str, make: Callable[[], str], begin: str, end: str,
+                    page: Path) -> int:
+    """The command line of a generated section: print it, and with ``--write`` put it into ``page``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--write", action="store_true", help=f"write the section into {page.name}")
+    args = parser.parse_args(argv)
+    text = make()
+    if args.write:
+        write_block(text, begin, end, page)
+    print(text)
+    return 0
