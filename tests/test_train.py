@@ -71,6 +71,19 @@ def test_resume_reproduces_the_loss_curve_of_an_unbroken_run(fake_data, tmp_path
             torch.testing.assert_close(f.get_tensor(key), g.get_tensor(key), rtol=1e-5, atol=1e-6)
 
 
+def test_a_run_trained_again_has_the_same_weights_and_scores(fake_data, tmp_path):
+    # what lets an entry whose model file was not kept be re-scored by training it again: on one
+    # machine (same torch, same thread count, same data) training is deterministic to the bit
+    for name in ("first", "again"):
+        train(tiny(fake_data, 4), tmp_path / name, progress=False)
+    with safe_open(str(tmp_path / "first/encoder.safetensors"), "pt") as f, \
+            safe_open(str(tmp_path / "again/encoder.safetensors"), "pt") as g:
+        assert f.metadata() == g.metadata() and sorted(f.keys()) == sorted(g.keys())
+        assert all(torch.equal(f.get_tensor(key), g.get_tensor(key)) for key in f.keys())
+    first, again = (json.loads((tmp_path / name / "result.json").read_text()) for name in ("first", "again"))
+    assert first["metrics"] == again["metrics"] and first["per_latent"] == again["per_latent"]
+
+
 def test_a_run_folder_is_never_overwritten_or_resumed_with_other_settings(fake_data, tmp_path):
     from ident3d.errors import TrainingError
 
