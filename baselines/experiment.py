@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tomllib
 from dataclasses import asdict, dataclass, field
@@ -74,6 +75,11 @@ class Experiment:
         return Path(out) / "data" / (f".{name}.ready" if train else f".{name}.test.ready")
 
 
+def safe_name(name: str) -> bool:
+    """A run's name becomes a folder and an entry id: plain characters only, no way out of its folder."""
+    return re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) is not None and ".." not in name
+
+
 def load_experiment(path: Path) -> Experiment:
     """Parse and check an experiment file; every problem names the key and the fix."""
     try:
@@ -99,6 +105,10 @@ def load_experiment(path: Path) -> Experiment:
         if unknown or not {"name", "data", "preset"} <= set(spec):
             raise ExperimentError(f"{where}: needs name, data and preset; unknown keys {sorted(unknown)}. "
                                   "Fix: see baselines/cpu_track.toml.")
+        if not safe_name(str(spec["name"])):
+            raise ExperimentError(f"{where}: name {spec['name']!r} is not a folder name (letters, digits, "
+                                  "'-', '_' and single dots, starting with a letter or digit). Fix: rename "
+                                  "it.")
         if spec["data"] not in data:
             raise ExperimentError(f"{where}: data {spec['data']!r} is not defined. Fix: add "
                                   f"[data.{spec['data']}].")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ident3d import atomic
-from ident3d.baselines.experiment import Run, load_experiment
+from ident3d.baselines.experiment import Run, load_experiment, safe_name
 from ident3d.baselines.relations import PAGE
 from ident3d.charts import PALETTE, Chart, ticks
 from ident3d.tracks import get_track
@@ -68,7 +68,13 @@ def keep_curves(out: Path, experiment_file: Path = EXPERIMENT, curves: Path = CU
 
 
 def load_curves(curves: Path = CURVES) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(curves.glob("*.json"))]
+    paths = sorted(curves.glob("*.json"))
+    loaded = [json.loads(p.read_text()) for p in paths]
+    for curve, path in zip(loaded, paths, strict=True):
+        if not safe_name(str(curve.get("run"))) or path.stem != curve["run"]:
+            raise SystemExit(f"error: {path}: run {curve.get('run')!r} is not this file's name or not a "
+                             "plain folder name. Fix: keep the file as keep_curves wrote it.")
+    return loaded
 
 
 def curve_svg(curve: dict[str, Any]) -> str:

@@ -100,6 +100,9 @@ def test_a_broken_experiment_file_is_refused_with_the_key_named(tmp_path):
     bad.write_text(TINY.replace("[data.small]\nrender", "[data.small]\ntrack = 'x'\nrender"))
     with pytest.raises(ExperimentError, match="data.small needs exactly one of track, pairs, render"):
         load_experiment(bad)
+    bad.write_text(TINY.replace('name = "small-smoke"', 'name = "../../escape"'))
+    with pytest.raises(ExperimentError, match=r"name '../../escape' is not a folder name"):
+        load_experiment(bad)
 
 
 def test_pairs_take_a_presets_scales_by_its_name():

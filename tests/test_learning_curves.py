@@ -81,3 +81,11 @@ def test_an_aninfonce_runs_lambda_is_kept_and_drawn(tmp_path):
     assert set(figures([curve])) == {"lambda-tiny-curve.svg"}
     assert figures([curve])["lambda-tiny-curve.svg"].count("<polyline") == 10
     assert "learned Lambda per output feature at step 4: " in section([curve])
+
+
+def test_a_kept_curve_may_not_name_a_file_outside_its_folder(tmp_path):
+    import pytest
+
+    (tmp_path / "evil.json").write_text(json.dumps({"run": "../../evil", "points": [], "lambda": []}))
+    with pytest.raises(SystemExit, match="is not this file's name or not a plain folder name"):
+        load_curves(tmp_path)
