@@ -75,6 +75,25 @@ def latents_table(groups: Mapping[str, list]) -> list[str]:
     return lines
 
 
+def planned(groups: Mapping[str, list]) -> dict[str, list[Run]]:
+    """The runs of the experiment file that have no entry yet, by seed group."""
+    pending: dict[str, list[Run]] = {}
+    done = {run.folder for runs in groups.values() for run, _ in runs}
+    for run in load_experiment(EXPERIMENT).runs:
+        if run.folder not in done:
+            pending.setdefault(run.group, []).append(run)
+    return pending
+
+
+def planned_lines(pending: Mapping[str, list[Run]]) -> list[str]:
+    if not pending:
+        return []
+    count = sum(len(runs) for runs in pending.values())
+    return ["", f"Planned in `baselines/cpu_track.toml` and not run yet ({count} runs):", "",
+            *(f"- `{group}` ({runs[0].preset} on `{runs[0].data}`, seeds "
+              f"{', '.join(str(r.seed) for r in runs)})" for group, runs in pending.items())]
+
+
 def section(entries: list[Mapping[str, Any]]) -> str:
     groups = grouped(entries)
     return "\n".join([
@@ -87,6 +106,7 @@ def section(entries: list[Mapping[str, Any]]) -> str:
         "Linear R² of each latent (ident3d-eval-v1, percent, negatives shown as 0, mean over the group's "
         "seeds):", "",
         *latents_table(groups),
+        *planned_lines(planned(groups)),
         END])
 
 
