@@ -214,6 +214,9 @@ def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
     assert "reproduced (" in text and "not decidable" not in text  # 3 seeds: a verdict on MCC
     assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 1
     assert "--overwrite" in capsys.readouterr().err
+    assert main(["synthetic", "report", "--results", str(out), "--readme"]) == 0
+    readme = capsys.readouterr().out  # T2.6 has a paper number (MCC); the claim does not apply to it
+    assert "| T2.6 | " in readme and "| 3 | — | " in readme and "| 58.26 ± 3.00 | " in readme
     crafted = json.loads(next(out.glob("*.json")).read_text()) | {"curve": [{"step": "x"}]}
     (out / "zz-crafted.json").write_text(json.dumps(crafted))
     assert main(["synthetic", "report", "--results", str(out)]) == 1

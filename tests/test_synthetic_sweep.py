@@ -68,9 +68,12 @@ def test_docs_show_the_committed_results(monkeypatch):
 
     from ident3d.baselines.synthetic.report import (
         FIGURES,
+        README_BEGIN,
+        README_END,
         SUMMARY_BEGIN,
         SUMMARY_END,
         figures,
+        readme_block,
         report,
         summary_block,
     )
@@ -86,6 +89,11 @@ def test_docs_show_the_committed_results(monkeypatch):
     assert Path("docs/synthetic-results.md").read_text() == report(results), \
         "docs/synthetic-results.md is stale: run `ident3d synthetic report --results " \
         "baselines/synthetic/results --out docs/synthetic-results.md --overwrite`"
+    readme = Path("README.md").read_text()
+    start, end = readme.index(README_BEGIN), readme.index(README_END) + len(README_END)
+    assert readme[start:end] == readme_block(results), \
+        "README.md's synthetic table is stale: paste `ident3d synthetic report --results " \
+        "baselines/synthetic/results --readme`"
     drawn = figures(results)
     assert {p.name for p in Path("docs", FIGURES).glob("*.svg")} == set(drawn)
     for name, svg in drawn.items():

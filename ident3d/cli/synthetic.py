@@ -40,6 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     report.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     report.add_argument("--summary", action="store_true",
                         help="the short table of docs/synthetic.md instead of the full report")
+    report.add_argument("--readme", action="store_true",
+                        help="README's table (each row at its best-seeded budget) instead of the full report")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,15 +54,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"{row.id:6} {row.theory:12} {row.title}" + (f"  [paper: {paper}]" if paper else ""))
         return 0
     if args.action == "report":
-        from ident3d.baselines.synthetic.report import FIGURES, figures, report, summary_block
+        from ident3d.baselines.synthetic.report import FIGURES, figures, readme_block, report, summary_block
 
-        text = summary_block(args.results) + "\n" if args.summary else report(args.results)
+        short = summary_block if args.summary else readme_block if args.readme else None
+        text = short(args.results) + "\n" if short else report(args.results)
         if args.out is None:
             print(text, end="")
             return 0
         from ident3d import atomic
 
-        drawn = {} if args.summary else figures(args.results)
+        drawn = {} if short else figures(args.results)
         beside = args.out.parent / FIGURES
         targets = [(args.out, text), *((beside / name, svg) for name, svg in drawn.items())]
         for path, _ in targets:
