@@ -13,10 +13,8 @@ sends a stretch of each hue to one colour.
 
 from __future__ import annotations
 
-import statistics
-
 from ident3d.baselines.experiment import load_experiment
-from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, PAGE, Arm, interval
+from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, PAGE, Arm, arm_of, interval
 from ident3d.generated_blocks import section_command
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 from ident3d.variants import get_variant
@@ -44,8 +42,7 @@ def hue_arms(entries: list[dict]) -> dict[str, dict[tuple[str, str], Arm]]:
                 if latent["factor"] in HUES and latent.get(readout) is not None:
                     key = (latent["factor"], readout)
                     values.setdefault(runs[folder].data, {}).setdefault(key, []).append(latent[readout])
-    return {data: {key: Arm(data, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None, len(v))
-                   for key, v in by_key.items()} for data, by_key in values.items()}
+    return {data: {key: arm_of(data, v) for key, v in by_key.items()} for data, by_key in values.items()}
 
 
 def _cell(arm: Arm | None) -> str:

@@ -33,6 +33,7 @@ FIGURES = PAGE.parent / "learning-curves"
 BEGIN = "<!-- learning-curves:begin (python -m ident3d.baselines.learning_curves --write) -->"
 END = "<!-- learning-curves:end -->"
 STEPS = (300, 600, 1200, 2400, 4800, 7200)  # the table's columns, where a curve has them
+CURVE_KEYS = {"run", "preset", "budget", "factors", "last_step", "points", "lambda"}
 
 
 def curve_of_run(folder: Path, run: Run, factors: list[str]) -> dict[str, Any]:
@@ -68,12 +69,20 @@ def keep_curves(out: Path, experiment_file: Path = EXPERIMENT, curves: Path = CU
 
 
 def load_curves(curves: Path = CURVES) -> list[dict[str, Any]]:
-    paths = sorted(curves.glob("*.json"))
-    loaded = [json.loads(p.read_text()) for p in paths]
-    for curve, path in zip(loaded, paths, strict=True):
-        if not safe_name(str(curve.get("run"))) or path.stem != curve["run"]:
-            raise SystemExit(f"error: {path}: run {curve.get('run')!r} is not this file's name or not a "
+    loaded = []
+    for path in sorted(curves.glob("*.json")):
+        try:
+            curve = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise SystemExit(f"error: {path}: not a readable JSON curve ({error}). Fix: write it again with "
+                             "keep_curves.") from None
+        if not isinstance(curve, dict) or set(curve) != CURVE_KEYS:
+            raise SystemExit(f"error: {path}: expected a curve with the keys "
+                             f"{', '.join(sorted(CURVE_KEYS))}. Fix: write it again with keep_curves.")
+        if not safe_name(str(curve["run"])) or path.stem != curve["run"]:
+            raise SystemExit(f"error: {path}: run {curve['run']!r} is not this file's name or not a "
                              "plain folder name. Fix: keep the file as keep_curves wrote it.")
+        loaded.append(curve)
     return loaded
 
 

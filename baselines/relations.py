@@ -130,6 +130,12 @@ def arms_here(entries: list[dict], data: tuple[str, ...] = (DATA,)) -> dict[str,
     return arms_of(metrics)
 
 
+def arm_of(name: str, values: list[float], deterministic: bool = False) -> Arm:
+    """An arm from its seeds' values: their mean, sample sd (None for one) and count."""
+    return Arm(name, statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None,
+               len(values), deterministic)
+
+
 def arms_of(runs: list[tuple[str, dict[str, float | None]]]) -> dict[str, dict[str, Arm]]:
     """Arms from (preset, metrics) per run: every metric's seed mean, sample sd and count."""
     values: dict[str, dict[str, list[float]]] = {}
@@ -137,9 +143,8 @@ def arms_of(runs: list[tuple[str, dict[str, float | None]]]) -> dict[str, dict[s
         for metric in METRICS:
             if metrics.get(metric) is not None:
                 values.setdefault(preset, {}).setdefault(metric, []).append(metrics[metric])
-    return {preset: {m: Arm(preset, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None, len(v),
-                            deterministic=preset == "pixels")
-                     for m, v in by_metric.items()} for preset, by_metric in values.items()}
+    return {preset: {m: arm_of(preset, v, deterministic=preset == "pixels") for m, v in by_metric.items()}
+            for preset, by_metric in values.items()}
 
 
 def arms_paper(entries: list[dict]) -> dict[str, dict[str, Arm]]:

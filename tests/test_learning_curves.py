@@ -86,6 +86,11 @@ def test_an_aninfonce_runs_lambda_is_kept_and_drawn(tmp_path):
 def test_a_kept_curve_may_not_name_a_file_outside_its_folder(tmp_path):
     import pytest
 
-    (tmp_path / "evil.json").write_text(json.dumps({"run": "../../evil", "points": [], "lambda": []}))
+    keys = {"preset": "smoke", "budget": {}, "factors": [], "last_step": 0, "points": [], "lambda": []}
+    (tmp_path / "evil.json").write_text(json.dumps({"run": "../../evil", **keys}))
     with pytest.raises(SystemExit, match="is not this file's name or not a plain folder name"):
         load_curves(tmp_path)
+    for crafted in ("{", json.dumps({"run": "evil"}), json.dumps([1, 2])):
+        (tmp_path / "evil.json").write_text(crafted)
+        with pytest.raises(SystemExit, match=r"^error: .*evil\.json: .*Fix: "):
+            load_curves(tmp_path)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ident3d.baselines.relations import arm_of, interval
 from ident3d.baselines.synthetic.figures import figure_name, has_trajectory, lambda_svg
 from ident3d.baselines.synthetic.run import Budget
 from ident3d.baselines.synthetic.table import rows
@@ -164,7 +165,7 @@ def table(results: list[dict[str, Any]]) -> list[str]:
 
 def beside(results: list[dict[str, Any]]) -> list[str]:
     """Each deviation row against the row it changes one thing of, at the same budget: the difference
-    of the seed means with a 95% Welch t interval, decided only with MIN_SEEDS seeds per arm."""
+    of the seed means with a 95% Welch t interval, decided only with 3 seeds per arm."""
     known, grouped = rows(), groups(results)
     lines = ["| row | against | budget | R² row / against | MCC row / against | difference R² | "
              "difference MCC |", "|---|---|---|---|---|---|---|"]
@@ -178,13 +179,13 @@ def beside(results: list[dict[str, Any]]) -> list[str]:
             a, b = ([m[metric] for m in group] for group in (members, others))
             cells.append(f"{np.mean(a):.2f} (n={len(a)}) / {np.mean(b):.2f} (n={len(b)})")
         for metric in ("r2", "mcc"):
-            a, b = ([m[metric] for m in group] for group in (members, others))
-            diff = float(np.mean(a) - np.mean(b))
-            if min(len(a), len(b)) < MIN_SEEDS:
-                cells.append(f"{diff:+.2f}; not decidable ({min(len(a), len(b))} seed(s) in an arm)")
+            a, b = (arm_of(name, [m[metric] for m in group]) for name, group in ((row_id, members),
+                                                                                  (reference, others)))
+            found = interval(a, b)  # the relations' Welch interval; None below their 3 seeds per arm
+            if found is None:
+                cells.append(f"{a.mean - b.mean:+.2f}; not decidable ({min(a.n, b.n)} seed(s) in an arm)")
                 continue
-            test = stats.ttest_ind(a, b, equal_var=False)
-            low, high = test.confidence_interval(0.95)
+            diff, low, high = found
             word = "differs" if low > 0 or high < 0 else "no difference shown"
             cells.append(f"{diff:+.2f} [{low:+.2f}, {high:+.2f}]; {word}")
         lines.append(f"| {row_id} | {reference} | {budget} | " + " | ".join(cells) + " |")
