@@ -4,6 +4,7 @@
     python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --runs v2-supervised v2-pixels
     python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --add-entries  # verified entries
     python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --check        # re-score them
+    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --check --refreshed NEW  # companions
 
 An experiment file (``baselines/cpu_track.toml`` documents the format) names its data sets (a track,
 exactly rendered pairs, or a custom render), its budgets, and its runs: a preset on a data set at a
@@ -254,15 +255,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="re-score every finished run and write its verified leaderboard entries")
     parser.add_argument("--check", action="store_true", help="re-score every local checkpoint against its "
                                                              "entry and print a table")
+    parser.add_argument("--refreshed", type=Path, metavar="DIR",
+                        help="with --check: write each entry whose every metric matches into DIR, around "
+                             "its fresh result (new companion sections); then move them over the old")
     parser.add_argument("--entries", type=Path, default=Path("leaderboard/entries"), help="entry folder")
     args = parser.parse_args(argv)
     from ident3d.baselines.baseline_entries import add_entries, check_entries
     from ident3d.baselines.reproduction import summarize
+    from ident3d.cli.arguments import check_not_an_input
 
     try:
         experiment = load_experiment(args.experiment)
         if args.check:
-            print(check_entries(experiment, args.out, args.entries))
+            if args.refreshed is not None:
+                check_not_an_input(args.refreshed, "--refreshed", (args.entries, args.out))
+                args.refreshed.mkdir(parents=True, exist_ok=True)
+            print(check_entries(experiment, args.out, args.entries, args.refreshed))
             return 0
         run_experiment(experiment, args.out, args.runs, args.device, args.workers)
         report = summarize(args.out)

@@ -3,13 +3,16 @@
 import json
 import re
 
+import pytest
 from conftest import write_fake_split
 from test_leaderboard import fake_result
 
+from ident3d import atomic
 from ident3d.baselines.baseline_entries import add_entries, check_entries
 from ident3d.baselines.experiment import load_experiment
 from ident3d.baselines.pixels import export_pixel_readout
 from ident3d.baselines.reproduction import summarize
+from ident3d.errors import ResultError
 from ident3d.evaluation import evaluate
 from ident3d.leaderboard.entries import load_entries
 
@@ -150,5 +153,16 @@ def test_entries_are_rescored_and_verified(tmp_path):
     assert "| same | field metrics/linear_r2: entry Ident2026CpuTrack_v2-pixels says" in lines[
         "Ident2026CpuTrack_v2-pixels"]
     assert lines["Ident2026CpuTrack_v2-pixels"].endswith("| DIFFERS |")
-    assert "| DIFFERENT |" in lines["Ident2026CpuTrack_v2-pixels-clica"]
-    assert lines["Ident2026CpuTrack_v2-pixels-clica"].endswith("| DIFFERS |")
+    # other bytes with every score equal: a run trained again (its export is not byte for byte)
+    assert "| DIFFERENT | every metric matches |" in lines["Ident2026CpuTrack_v2-pixels-clica"]
+    assert lines["Ident2026CpuTrack_v2-pixels-clica"].endswith(
+        "| same scores from other bytes (trained again) |")
+    refreshed = tmp_path / "refreshed"
+    refreshed.mkdir()
+    check_entries(experiment, out, entries, refreshed)  # only entries whose every metric matches
+    assert [p.name for p in refreshed.iterdir()] == ["Ident2026CpuTrack_v2-pixels-clica.json"]
+    renewed = json.loads((refreshed / "Ident2026CpuTrack_v2-pixels-clica.json").read_text())
+    assert renewed["checkpoint_sha256"] == atomic.sha256_file(run / "encoder.pt2")
+    assert renewed["metrics"] == other["metrics"] and renewed["name"] == other["name"]
+    with pytest.raises(ResultError, match="already exists"):  # never over a file already there
+        check_entries(experiment, out, entries, refreshed)
