@@ -4,8 +4,9 @@ from the runs' logs, drawn, and tabulated in docs/cpu-track.md.
     python -m ident3d.baselines.learning_curves OUT --write   # keep OUT/runs/*/log.jsonl's curves, draw
     python -m ident3d.baselines.learning_curves --write       # redraw from the kept curves
 
-The runs of ``baselines/cpu_track_curves.toml`` log, every ``eval_every`` steps, each latent's linear
-R² fitted on one half of the first ``eval_images`` test images and scored on the other half
+The runs that ask for a curve (``set = { eval_every = ... }`` in ``baselines/cpu_track.toml`` and
+``baselines/cpu_track_curves.toml``) log, every ``eval_every`` steps, each latent's linear R² fitted on
+one half of the first ``eval_images`` test images and scored on the other half
 (``ident3d.baselines.train.quick_score``); AnInfoNCE runs log their learned Lambda (any experiment
 file's runs, ``--experiment FILE --runs NAME``). Those records are kept in ``baselines/curves/RUN.json`` with
 the run's preset and budget and the last step it logged (a run stopped early keeps what it reached),
@@ -27,7 +28,8 @@ from ident3d.charts import PALETTE, Chart, ticks
 from ident3d.tracks import get_track
 from ident3d.variants import get_variant
 
-EXPERIMENT = Path(__file__).resolve().parent / "cpu_track_curves.toml"
+EXPERIMENTS = (Path(__file__).resolve().parent / "cpu_track.toml",
+               Path(__file__).resolve().parent / "cpu_track_curves.toml")
 CURVES = Path(__file__).resolve().parent / "curves"
 FIGURES = PAGE.parent / "learning-curves"
 BEGIN = "<!-- learning-curves:begin (python -m ident3d.baselines.learning_curves --write) -->"
@@ -48,10 +50,10 @@ def curve_of_run(folder: Path, run: Run, factors: list[str]) -> dict[str, Any]:
             "last_step": log[-1]["step"] if log else 0, "points": points, "lambda": lambdas}
 
 
-def keep_curves(out: Path, experiment_file: Path = EXPERIMENT, curves: Path = CURVES,
+def keep_curves(out: Path, experiment_file: Path, curves: Path = CURVES,
                 only: list[str] | None = None) -> list[Path]:
-    """Write the curve of every run of the experiment (or those named in ``only``) that has logged an
-    evaluation or a learned Lambda under ``out``."""
+    """Write the curve of every run of the experiment (or those named in ``only``) under ``out`` that
+    asked for one (its ``set`` has ``eval_every``) or has logged a learned Lambda."""
     experiment = load_experiment(experiment_file)
     written = []
     for run in experiment.runs:
@@ -61,6 +63,8 @@ def keep_curves(out: Path, experiment_file: Path = EXPERIMENT, curves: Path = CU
         data = experiment.data[run.data]
         track = data["track"] if "track" in data else experiment.data[data["test"]]["track"]
         curve = curve_of_run(folder, run, list(get_variant(get_track(track).variant).names))
+        if "eval_every" not in run.overrides:  # the default's one evaluation is no curve
+            curve["points"] = []
         if curve["points"] or curve["lambda"]:
             curves.mkdir(exist_ok=True)
             atomic.write_json(curves / f"{run.folder}.json", curve)
@@ -136,8 +140,8 @@ def _value(curve: dict[str, Any], step: int, latent: int | None) -> str:
 def section(curves: list[dict[str, Any]]) -> str:
     lines = [BEGIN]
     if not curves:
-        lines.append("No learning curve is kept yet: the runs of `baselines/cpu_track_curves.toml` have not "
-                     "been made.")
+        lines.append("No learning curve is kept yet: the runs that log one (`baselines/cpu_track.toml`, "
+                     "`baselines/cpu_track_curves.toml`) have not been made.")
     for curve in curves:
         budget = curve["budget"]
         if curve["lambda"]:
@@ -166,14 +170,15 @@ def section(curves: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, nargs="?", help="the experiment's output folder (its runs/)")
-    parser.add_argument("--experiment", type=Path, default=EXPERIMENT, help="the runs' experiment file "
-                        "(default: baselines/cpu_track_curves.toml)")
+    parser.add_argument("--experiment", type=Path, action="append", help="the runs' experiment file "
+                        "(repeatable; default: baselines/cpu_track.toml and baselines/cpu_track_curves.toml)")
     parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs (names or folders)")
     parser.add_argument("--write", action="store_true", help="draw the figures and write the table")
     args = parser.parse_args(argv)
     if args.out is not None:
-        for path in keep_curves(args.out, args.experiment, only=args.runs):
-            print(f"kept {path}")
+        for experiment in args.experiment or EXPERIMENTS:
+            for path in keep_curves(args.out, experiment, only=args.runs):
+                print(f"kept {path}")
     curves = load_curves()
     text = section(curves)
     if args.write:

@@ -51,6 +51,10 @@ def test_a_runs_logged_evaluations_become_its_curve_figure_and_table(tmp_path):
     assert curve["factors"][0] == "object_x" and len(curve["factors"]) == 10
     assert curve["budget"] == {"steps": 6, "batch_size": 8, "lr": 1e-3} and curve["preset"] == "smoke"
 
+    # a run that does not ask for a curve keeps none: the default's one evaluation is no curve
+    (tmp_path / "plain.toml").write_text(EXPERIMENT.replace("set = { eval_every = 2 }", ""))
+    assert keep_curves(tmp_path / "out", tmp_path / "plain.toml", tmp_path / "plain") == []
+
     svg = curve_svg(curve)
     assert svg.count("<polyline") == 10 and svg.count("<circle") == 30 and "logged to step 6 of 6" in svg
     table = section([curve])
