@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ FIGURES = PAGE.parent / "learning-curves"
 BEGIN = "<!-- learning-curves:begin (python -m ident3d.baselines.learning_curves --write) -->"
 END = "<!-- learning-curves:end -->"
 STEPS = (300, 600, 1200, 2400, 4800, 7200)  # the table's columns, where a curve has them
-CURVE_KEYS = {"run", "preset", "budget", "factors", "last_step", "points", "lambda"}
+CURVE_KEYS = {"run", "group", "preset", "budget", "factors", "last_step", "points", "lambda"}
 
 
 def curve_of_run(folder: Path, run: Run, factors: list[str]) -> dict[str, Any]:
@@ -46,8 +47,9 @@ def curve_of_run(folder: Path, run: Run, factors: list[str]) -> dict[str, Any]:
     points = [{"step": r["step"], "linear_r2": r["eval"]["linear_r2"], "mcc": r["eval"]["mcc"],
                "linear_r2_per_latent": r["eval"]["linear_r2_per_latent"]} for r in log if "eval" in r]
     lambdas = [{"step": r["step"], "precision": r["precision"]} for r in log if "precision" in r]
-    return {"run": run.folder, "preset": run.preset, "budget": run.budget, "factors": factors,
-            "last_step": log[-1]["step"] if log else 0, "points": points, "lambda": lambdas}
+    return {"run": run.folder, "group": run.group, "preset": run.preset, "budget": run.budget,
+            "factors": factors, "last_step": log[-1]["step"] if log else 0, "points": points,
+            "lambda": lambdas}
 
 
 def keep_curves(out: Path, experiment_file: Path, curves: Path = CURVES,
@@ -129,12 +131,20 @@ def figures(curves: list[dict[str, Any]]) -> dict[str, str]:
     return made
 
 
-def _value(curve: dict[str, Any], step: int, latent: int | None) -> str:
-    point = next((p for p in curve["points"] if p["step"] == step), None)
-    if point is None:
+def _value(group: list[dict[str, Any]], step: int, latent: int | None) -> str:
+    """Percent at ``step``, the mean over the group's seeds that logged it (± sample sd for the mean
+    row of several seeds); — when none did."""
+    values = []
+    for curve in group:
+        point = next((p for p in curve["points"] if p["step"] == step), None)
+        if point is not None:
+            values.append(point["linear_r2"] if latent is None
+                          else max(0.0, point["linear_r2_per_latent"][latent]))
+    if not values:
         return "—"
-    value = point["linear_r2"] if latent is None else max(0.0, point["linear_r2_per_latent"][latent])
-    return f"{100 * value:.1f}"
+    if latent is None and len(values) > 1:
+        return f"{100 * statistics.fmean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
+    return f"{100 * statistics.fmean(values):.1f}"
 
 
 def section(curves: list[dict[str, Any]]) -> str:
@@ -143,25 +153,29 @@ def section(curves: list[dict[str, Any]]) -> str:
         lines.append("No learning curve is kept yet: the runs that log one (`baselines/cpu_track.toml`, "
                      "`baselines/cpu_track_curves.toml`) have not been made.")
     for curve in curves:
-        budget = curve["budget"]
         if curve["lambda"]:
             final = ", ".join(f"{v:.2f}" for v in curve["lambda"][-1]["precision"])
             lines += [f"**{curve['run']}**: learned Lambda per output feature at step "
                       f"{curve['lambda'][-1]['step']:,}: {final}. Trajectory: "
                       f"[learning-curves/lambda-{curve['run']}.svg](learning-curves/lambda-{curve['run']}.svg).",
                       ""]
-        if not curve["points"]:
-            continue
-        lines += [f"**{curve['run']}** ({curve['preset']}, {budget['steps']:,} steps of "
-                  f"{budget['batch_size']} at lr {budget['lr']:g}; logged to step {curve['last_step']:,}): "
-                  "held-out linear R² "
-                  "(percent, negatives shown as 0) at each step; — where the run did not log it. Figure: "
-                  f"[learning-curves/{curve['run']}.svg](learning-curves/{curve['run']}.svg).", "",
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for curve in curves:
+        if curve["points"]:
+            groups.setdefault(curve["group"], []).append(curve)
+    for name, group in groups.items():
+        budget, runs = group[0]["budget"], [c["run"] for c in group]
+        drawn = ", ".join(f"[{run}](learning-curves/{run}.svg)" for run in runs)
+        seeds = f"{len(group)} seeds, mean ± sd for the mean row" if len(group) > 1 else "1 seed"
+        reached = ", ".join(f"{c['last_step']:,}" for c in group)
+        lines += [f"**{name}** ({group[0]['preset']}, {budget['steps']:,} steps of {budget['batch_size']} at "
+                  f"lr {budget['lr']:g}; {seeds}; logged to step {reached}): held-out linear R² (percent, "
+                  f"negatives shown as 0) at each step; — where no run logged it. Figures: {drawn}.", "",
                   "| latent | " + " | ".join(f"{s:,}" for s in STEPS) + " |",
                   "|---|" + "---:|" * len(STEPS),
-                  "| mean | " + " | ".join(_value(curve, s, None) for s in STEPS) + " |"]
-        lines += [f"| {factor} | " + " | ".join(_value(curve, s, j) for s in STEPS) + " |"
-                  for j, factor in enumerate(curve["factors"])]
+                  "| mean | " + " | ".join(_value(group, s, None) for s in STEPS) + " |"]
+        lines += [f"| {factor} | " + " | ".join(_value(group, s, j) for s in STEPS) + " |"
+                  for j, factor in enumerate(group[0]["factors"])]
         lines.append("")
     lines.append(END)
     return "\n".join(lines)

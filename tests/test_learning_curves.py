@@ -55,6 +55,18 @@ def test_a_runs_logged_evaluations_become_its_curve_figure_and_table(tmp_path):
     (tmp_path / "plain.toml").write_text(EXPERIMENT.replace("set = { eval_every = 2 }", ""))
     assert keep_curves(tmp_path / "out", tmp_path / "plain.toml", tmp_path / "plain") == []
 
+    # seeds of one group share a table: the mean over seeds at each step, ± sample sd for the mean row
+    twin = {**json.loads(json.dumps(curve)), "run": "tiny-curve-s1"}  # same group, another seed
+    for point in twin["points"]:
+        point["linear_r2"] += 0.02
+    row = next(line for line in section([curve, twin]).splitlines() if line.startswith("| mean |"))
+    first = curve["points"][0]["linear_r2"]
+    assert row.count(" ± ") == 0 and "2 seeds" in section([curve, twin])  # steps 2, 4, 6 are not columns
+    with_step = {**curve, "points": [{**curve["points"][0], "step": 300}]}
+    twin_step = {**twin, "points": [{**twin["points"][0], "step": 300}]}
+    row = next(line for line in section([with_step, twin_step]).splitlines() if line.startswith("| mean |"))
+    assert row.startswith(f"| mean | {100 * (first + 0.01):.1f} ± {100 * 0.02 / 2 ** 0.5:.1f} | — |")
+
     svg = curve_svg(curve)
     assert svg.count("<polyline") == 10 and svg.count("<circle") == 30 and "logged to step 6 of 6" in svg
     table = section([curve])
@@ -90,7 +102,8 @@ def test_an_aninfonce_runs_lambda_is_kept_and_drawn(tmp_path):
 def test_a_kept_curve_may_not_name_a_file_outside_its_folder(tmp_path):
     import pytest
 
-    keys = {"preset": "smoke", "budget": {}, "factors": [], "last_step": 0, "points": [], "lambda": []}
+    keys = {"group": "g", "preset": "smoke", "budget": {}, "factors": [], "last_step": 0, "points": [],
+            "lambda": []}
     (tmp_path / "evil.json").write_text(json.dumps({"run": "../../evil", **keys}))
     with pytest.raises(SystemExit, match="is not this file's name or not a plain folder name"):
         load_curves(tmp_path)
