@@ -622,3 +622,19 @@ def test_leaderboard_add_validates_the_submitted_result_once(tmp_path, monkeypat
                 "--entries", str(tmp_path / "entries")]) == 0
     assert len(calls) == 1
     assert load_entries(tmp_path / "entries")[0]["id"] == "Doe2026Once"
+
+
+def test_block_identifiability_table_is_the_entries():
+    from ident3d.leaderboard.blocks_report import BEGIN, END, PAGE, section
+    from ident3d.leaderboard.entries import entry_from_result
+
+    result = fake_result(track="custom:0123456789ab")
+    result["blocks"] = {"style_factors": ["object_hue", "spotlight_angle"], "content_linear_r2": 0.9,
+                        "content_kernel_r2": 0.95, "style_linear_r2": 0.1, "style_kernel_r2": None}
+    entry = entry_from_result(result, "Doe2026Blocks", name="cs", track="custom:0123456789ab")
+    table = section([entry, entry_from_result(fake_result(), "Doe2026Plain", name="plain")])
+    assert "| cs (`Doe2026Blocks`) | `custom:0123456789ab` | object_hue, spotlight_angle | 90.0 / 95.0 | " \
+           "10.0 / – |" in table and "Doe2026Plain" not in table
+    text = PAGE.read_text()
+    assert text[text.index(BEGIN):text.index(END) + len(END)] == section(load_entries()), \
+        "docs/evaluation.md's block table is stale. Fix: python -m ident3d.leaderboard.blocks_report --write"

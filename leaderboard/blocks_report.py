@@ -1,0 +1,56 @@
+"""Block identifiability of the leaderboard's content/style entries as the table of docs/evaluation.md:
+for every entry whose result has the ``blocks`` section (scored on a content/style split), the mean
+linear and kernel R² of the content block and of the style block (von Kügelgen et al., NeurIPS 2021).
+
+    python -m ident3d.leaderboard.blocks_report            # print the table
+    python -m ident3d.leaderboard.blocks_report --write    # write it into docs/evaluation.md
+
+``tests/test_leaderboard.py`` fails when the committed table is stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ident3d.generated_blocks import section_command
+from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "evaluation.md"
+BEGIN = "<!-- blocks-entries:begin (python -m ident3d.leaderboard.blocks_report --write) -->"
+END = "<!-- blocks-entries:end -->"
+
+
+def _pair(blocks: Mapping[str, Any], block: str) -> str:
+    return " / ".join("–" if blocks.get(f"{block}_{key}") is None else f"{100 * blocks[f'{block}_{key}']:.1f}"
+                      for key in ("linear_r2", "kernel_r2"))
+
+
+def section(entries: list[Mapping[str, Any]]) -> str:
+    shown = [e for e in entries
+             if (e.get("result") or {}).get("blocks") and e["protocol"] == "ident3d-eval-v1"]
+    lines = [BEGIN]
+    if not shown:
+        lines.append("No entry has been scored on a content/style split yet.")
+    else:
+        lines += ["| entry | data | style latents | content R² (linear / kernel) | style R² "
+                  "(linear / kernel) |", "|---|---|---|---:|---:|"]
+        for entry in shown:
+            blocks = entry["result"]["blocks"]
+            lines.append(f"| {entry['name']} (`{entry['id']}`) | `{entry['dataset']}` | "
+                         f"{', '.join(blocks['style_factors'])} | {_pair(blocks, 'content')} | "
+                         f"{_pair(blocks, 'style')} |")
+        lines += ["", "Percent, the mean over each block's latents (ident3d-eval-v1 read-outs). A content "
+                  "encoder should score high on content and low on style."]
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
+                           BEGIN, END, PAGE)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
