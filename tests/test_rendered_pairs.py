@@ -9,6 +9,7 @@ import pytest
 import torch
 from conftest import write_fake_split
 from PIL import Image
+from safetensors import safe_open
 
 from ident3d.baselines.config import load_preset
 from ident3d.baselines.train import read_log, train
@@ -70,10 +71,15 @@ def test_a_paired_split_renders_loads_and_trains(tmp_path):
     assert not torch.equal(x, x_pos)
     assert np.allclose(pairs.effective_conditional(), (raw[1::2] - raw[0::2]).std(axis=0))
 
+    # trained on the pairs with the content/style baseline's settings (baselines/content_style.toml):
+    # cosine InfoNCE against every other view, an output narrower than the latents
     config = load_preset("smoke", data=str(root), positives="rendered", iterations=2, batch_size=4,
-                         log_every=1, checkpoint_every=1, device="cpu")
+                         log_every=1, checkpoint_every=1, device="cpu", space="sphere", loss="vmf",
+                         latent_dim=6, negatives="symmetric", tau=1.0)
     train(config, tmp_path / "run", progress=False)
     assert len(read_log(tmp_path / "run/log.jsonl")) == 2
+    with safe_open(str(tmp_path / "run/encoder.safetensors"), "pt") as f:
+        assert json.loads(f.metadata()["config"])["latent_dim"] == 6
 
 
 def test_an_unpaired_split_is_refused_with_the_command_that_makes_one(tmp_path):
