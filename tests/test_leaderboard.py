@@ -625,7 +625,7 @@ def test_leaderboard_add_validates_the_submitted_result_once(tmp_path, monkeypat
 
 
 def test_block_identifiability_table_is_the_entries():
-    from ident3d.leaderboard.blocks_report import BEGIN, END, PAGE, section
+    from ident3d.leaderboard.blocks_report import BEGIN, END, PAGES, section
     from ident3d.leaderboard.entries import entry_from_result
 
     result = fake_result(track="custom:0123456789ab")
@@ -635,6 +635,7 @@ def test_block_identifiability_table_is_the_entries():
     table = section([entry, entry_from_result(fake_result(), "Doe2026Plain", name="plain")])
     assert "| cs (`Doe2026Blocks`) | `custom:0123456789ab` | object_hue, spotlight_angle | 90.0 / 95.0 | " \
            "10.0 / – |" in table and "Doe2026Plain" not in table
-    text = PAGE.read_text()
-    assert text[text.index(BEGIN):text.index(END) + len(END)] == section(load_entries()), \
-        "docs/evaluation.md's block table is stale. Fix: python -m ident3d.leaderboard.blocks_report --write"
+    for page in PAGES:
+        text = page.read_text()
+        assert text[text.index(BEGIN):text.index(END) + len(END)] == section(load_entries()), \
+            f"{page.name}'s block table is stale. Fix: python -m ident3d.leaderboard.blocks_report --write"
