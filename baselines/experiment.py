@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import tomllib
 from dataclasses import asdict, dataclass, field
@@ -56,6 +57,7 @@ class Run:
     seed: int
     budget: dict[str, Any] = field(default_factory=dict)
     overrides: dict[str, Any] = field(default_factory=dict)
+    continues: str | None = None  # a run folder under the same OUT whose checkpoint this run may start from
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ def load_experiment(path: Path) -> Experiment:
     runs = []
     for i, spec in enumerate(document.get("runs", [])):
         where = f"{path}: runs[{i}] ({spec.get('name', 'no name')})"
-        unknown = set(spec) - {"name", "data", "preset", "budget", "seed", "seeds", "set"}
+        unknown = set(spec) - {"name", "data", "preset", "budget", "seed", "seeds", "set", "continues"}
         if unknown or not {"name", "data", "preset"} <= set(spec):
             raise ExperimentError(f"{where}: needs name, data and preset; unknown keys {sorted(unknown)}. "
                                   "Fix: see baselines/cpu_track.toml.")
@@ -110,6 +112,9 @@ def load_experiment(path: Path) -> Experiment:
             raise ExperimentError(f"{where}: name {spec['name']!r} is not a folder name (letters, digits, "
                                   "'-', '_' and single dots, starting with a letter or digit). Fix: rename "
                                   "it.")
+        if "continues" in spec and not safe_name(str(spec["continues"])):
+            raise ExperimentError(f"{where}: continues {spec['continues']!r} is not a run folder name. Fix: "
+                                  "name the folder of the run to continue (NAME or NAME-sSEED).")
         if spec["data"] not in data:
             raise ExperimentError(f"{where}: data {spec['data']!r} is not defined. Fix: add "
                                   f"[data.{spec['data']}].")
@@ -123,7 +128,7 @@ def load_experiment(path: Path) -> Experiment:
         for seed in seeds if seeds is not None else [spec.get("seed", 0)]:
             folder = f"{spec['name']}-s{seed}" if seeds is not None else spec["name"]
             runs.append(Run(folder, spec["name"], spec["data"], spec["preset"], int(seed), dict(budget),
-                            dict(spec.get("set", {}))))
+                            dict(spec.get("set", {})), spec.get("continues")))
     folders = [r.folder for r in runs]
     if len(set(folders)) != len(folders):
         raise ExperimentError(f"{path}: two runs share a folder name. Fix: give each [[runs]] its own name.")
@@ -191,6 +196,18 @@ def resolution(root: Path) -> int:
     return ThreeDIdent(root, "test").resolution
 
 
+def _start_from(source: Path, folder: Path) -> None:
+    """Start a run from a finished shorter run's last checkpoint and log (``continues``): training is a
+    pure function of (seed, step), so this equals training from step 0; ``ident3d train --resume`` then
+    refuses any setting that differs beyond the resumable ones (the number of steps, logging). A source
+    not finished under OUT is no error: the run trains from step 0."""
+    if not (source / RUN_RECORD).exists() or not (source / "checkpoint.safetensors").exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("log.jsonl", "checkpoint.safetensors", "config.json"):  # config.json last: it marks a run
+        shutil.copyfile(source / name, folder / name)
+
+
 def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
     """Train (or resume) ``run``, export it, score it under both protocols; return its folder."""
     folder, data = Path(out) / "runs" / run.folder, experiment.data_root(out, run.data)
@@ -208,6 +225,8 @@ def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
                  "--set", f"checkpoint_every={experiment.checkpoint_every}"]
         for key, value in run.overrides.items():  # `ident3d train --set` reads TOML values; JSON's are TOML
             flags += ["--set", f"{key}={json.dumps(value)}"]
+        if not (folder / "config.json").exists() and run.continues:
+            _start_from(Path(out) / "runs" / run.continues, folder)
         if (folder / "config.json").exists():
             flags.append("--resume")
         _quiet("train", "--data", str(data), "--preset", run.preset, "--out", str(folder), *flags)

@@ -157,3 +157,67 @@ def test_the_ood_track_file_runs_its_baselines_on_every_split_of_its_track():
     track = get_track(experiment.data["ood"]["track"])
     assert {name for name, spec in track.splits.items() if spec.region} == {
         "test-interpolation", "test-extrapolation", "test-composition"}
+
+
+def test_a_run_that_continues_a_finished_run_equals_one_trained_from_step_0(tmp_path):
+    from conftest import write_fake_split
+    from safetensors import safe_open
+
+    from ident3d.baselines.experiment import run_one
+    from ident3d.baselines.train import read_log
+
+    (tmp_path / "go.toml").write_text("""entry_prefix = "Test2026Go"
+[budgets]
+short = { steps = 2, batch_size = 8, lr = 1e-3 }
+long = { steps = 4, batch_size = 8, lr = 1e-3 }
+[data.small]
+render = { n_train = 40, n_test = 40, seed_train = 0, seed_test = 1, resolution = 32 }
+[[runs]]
+name = "short"
+data = "small"
+preset = "smoke"
+budget = "short"
+set = { log_every = 1 }
+[[runs]]
+name = "long"
+data = "small"
+preset = "smoke"
+budget = "long"
+set = { log_every = 1, eval_every = 1 }
+continues = "short"
+[[runs]]
+name = "fresh"
+data = "small"
+preset = "smoke"
+budget = "long"
+set = { log_every = 1 }
+""")
+    for out in ("out", "early"):
+        for split, seed in (("train", 0), ("test", 1)):
+            write_fake_split(tmp_path / out / "data/small", split, n=40, size=32, seed=seed)
+    experiment = load_experiment(tmp_path / "go.toml")
+    runs = {run.folder: run for run in experiment.runs}
+    assert runs["long"].continues == "short" and runs["short"].continues is None
+    run_one(experiment, runs["long"], tmp_path / "early", "cpu")  # nothing to continue yet: from step 0
+    assert json.loads((tmp_path / "early/runs/long/config.json").read_text())["iterations"] == 4
+    for name in ("short", "long", "fresh"):
+        run_one(experiment, runs[name], tmp_path / "out", "cpu")
+    folders = {name: tmp_path / "out/runs" / name for name in runs}
+    long_log, short_log = (read_log(folders[n] / "log.jsonl") for n in ("long", "short"))
+    assert [r["step"] for r in long_log] == [1, 2, 3, 4] and long_log[:2] == short_log  # started at step 2
+    assert "eval" in long_log[2] and "eval" not in long_log[0]  # its own settings from step 2 on
+    for other in ("fresh", "early"):
+        folder = folders[other] if other == "fresh" else tmp_path / "early/runs/long"
+        with safe_open(str(folders["long"] / "encoder.safetensors"), "pt") as f, \
+                safe_open(str(folder / "encoder.safetensors"), "pt") as g:
+            assert all(torch_equal(f.get_tensor(k), g.get_tensor(k)) for k in f.keys())
+    bad = tmp_path / "bad.toml"
+    bad.write_text((tmp_path / "go.toml").read_text().replace('continues = "short"', 'continues = "../x"'))
+    with pytest.raises(ExperimentError, match=r"continues '\.\./x' is not a run folder name"):
+        load_experiment(bad)
+
+
+def torch_equal(a, b):
+    import torch
+
+    return torch.equal(a, b)
