@@ -184,6 +184,7 @@ def prepare_data(experiment: Experiment, out: Path, name: str, workers: int, tra
         if not SplitLayout(root, split).packed.exists():
             _quiet("pack", "--data", str(root), "--split", split)
     if "test" in spec and not (root / "test").exists():  # scored on another data set's test split
+        root.mkdir(parents=True, exist_ok=True)  # nothing rendered here when no selected run trains on it
         os.symlink((experiment.data_root(out, spec["test"]) / "test").resolve(), root / "test")
     for ready in {experiment.data_ready(out, name, train=False), experiment.data_ready(out, name, train)}:
         atomic.write_bytes(ready, b"")

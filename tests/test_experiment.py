@@ -135,6 +135,12 @@ def test_exact_pairs_render_with_their_conditional_and_scales(tmp_path, monkeypa
         in train_split
     assert "--split test --workers 1 --pairs --n 2500 --seed 7 --style " in test_split
     assert "--scale" not in train_split + test_split
+    # the pixel read-out alone needs no training pairs: only the test split it borrows is linked
+    calls.clear()
+    experiment_module.prepare_data(content_style, tmp_path / "pixels", "cs-test", workers=1, train=False)
+    experiment_module.prepare_data(content_style, tmp_path / "pixels", "cs", workers=1, train=False)
+    assert [c[0] for c in calls] == ["render", "pack"]  # cs-test's; nothing for cs
+    assert (tmp_path / "pixels/data/cs/test").resolve() == (tmp_path / "pixels/data/cs-test/test").resolve()
 
 
 @pytest.mark.parametrize(("scale", "message"), [
