@@ -28,6 +28,9 @@ def describe(run: dict[str, Any]) -> dict[str, str]:
         positives = "none (supervised)"
     elif config["positives"] == "augment":
         positives = "SimCLR image augmentations"
+    elif config["positives"] == "rendered" and paired_spec(config).get("style"):
+        positives = (f"content/style pairs rendered exactly: {', '.join(paired_spec(config)['style'])} "
+                     "redrawn, the other latents shared")
     elif config["positives"] == "rendered":
         spec = paired_spec(config)
         positives = (f"{spec['conditional'].capitalize()} (scale {spec['scale']}), pairs rendered exactly "
@@ -47,6 +50,8 @@ def describe(run: dict[str, Any]) -> dict[str, str]:
 def training_data(config: dict[str, Any] | None, track: str) -> str:
     if config is None:
         return "none"
+    if config["positives"] == "rendered" and paired_spec(config).get("style"):
+        return f"the train split of {track} (ident3d render --track)"
     if config["positives"] == "rendered":
         n = read_manifest(Path(config["data"]) / config["train_split"] / "manifest.json")["n"]
         return (f"{n // 2:,} exactly rendered positive pairs at the render settings of {track} "

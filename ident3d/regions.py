@@ -91,10 +91,12 @@ def sample_in_regions(variant: Variant, n: int, seed: int, inside: Region | None
 def split_latents(track, split: str) -> np.ndarray:
     """The raw latents of a rendered track's split (an ``ident3d.tracks.Track``): the variant's
     ``sample(n, seed)``, or, when the split names a region or regions to exclude, the exact draw of
-    ``sample_in_regions``."""
+    ``sample_in_regions``, or, for a content/style split, the rows of ``sample_pairs``."""
     from ident3d.variants import get_variant
 
     spec, variant = track.split(split), get_variant(track.variant)
+    if spec.pairs:  # content/style pairs (the only pairs a track holds): spec.n images, spec.n / 2 pairs
+        return variant.sample_pairs(spec.n // 2, spec.seed, style=spec.pairs["style"])
     if spec.region is None and not spec.exclude:
         return variant.sample(spec.n, spec.seed)
     regions = {name: Region.parse(name, bounds, variant) for name, bounds in track.regions.items()}

@@ -71,8 +71,9 @@ def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str |
              raw: np.ndarray | None = None) -> RenderJob:
     """Check every input before anything is written: variant, latents shape, range and finiteness.
 
-    ``pairs`` (``{"conditional": ..., "scale": ..., "beta": ...}``) makes a paired split of ``n``
-    exact positive pairs, ``2n`` images: anchor ``i`` is image ``2i``, its positive ``2i + 1``.
+    ``pairs`` (``{"conditional": ..., "scale": ..., "beta": ...}``, or ``{"style": [names]}`` for
+    content/style pairs) makes a paired split of ``n`` exact positive pairs, ``2n`` images: anchor ``i``
+    is image ``2i``, its positive ``2i + 1``.
     ``raw`` (with ``regions``, which the job record keeps) are latents an OOD track's split drew
     (``ident3d.regions.split_latents``)."""
     variant = get_variant(variant)
@@ -82,13 +83,14 @@ def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str |
                               "Fix: drop one of them.")
         if n is None or n < 1:
             raise RenderError(f"--n must be a positive number of pairs, got {n}")
-        style = pairs.get("style")
-        pairs = {"conditional": pairs["conditional"], "beta": pairs.get("beta"),
-                 "scale": [float(v) for v in broadcast_scale(pairs["scale"], variant.n_latents)],
-                 **({"style": list(style)} if style else {})}
-        conditional_distribution(pairs["conditional"], pairs["beta"])
-        raw = variant.sample_pairs(n, seed, pairs["conditional"], np.array(pairs["scale"]), pairs["beta"],
-                                   style=style or ())
+        if pairs.get("style"):  # content/style pairs: no conditional, the style latents are redrawn
+            pairs = {"style": list(pairs["style"])}
+            raw = variant.sample_pairs(n, seed, style=pairs["style"])
+        else:
+            pairs = {"conditional": pairs["conditional"], "beta": pairs.get("beta"),
+                     "scale": [float(v) for v in broadcast_scale(pairs["scale"], variant.n_latents)]}
+            conditional_distribution(pairs["conditional"], pairs["beta"])
+            raw = variant.sample_pairs(n, seed, pairs["conditional"], np.array(pairs["scale"]), pairs["beta"])
         return RenderJob(SplitLayout(Path(root), split), variant, settings, seed, raw, None, pairs)
     if latents_file is not None:
         raw = read_array(latents_file, RenderError,
@@ -112,9 +114,13 @@ def plan_track_job(root: Path, track, split: str, device: str = "cpu") -> Render
     spec = track.split(split)
     regions = {"region": spec.region, "exclude": list(spec.exclude), "regions": track.regions} if (
         spec.region or spec.exclude) else None
-    job = plan_job(root, split, n=spec.n, seed=spec.seed, variant=track.variant,
-                   settings=track_settings(track, device), regions=regions,
-                   raw=split_latents(track, split) if regions else None)
+    if spec.pairs:  # a paired split: spec.n images, spec.n / 2 pairs
+        job = plan_job(root, split, n=spec.n // 2, seed=spec.seed, variant=track.variant,
+                       settings=track_settings(track, device), pairs=spec.pairs)
+    else:
+        job = plan_job(root, split, n=spec.n, seed=spec.seed, variant=track.variant,
+                       settings=track_settings(track, device), regions=regions,
+                       raw=split_latents(track, split) if regions else None)
     if job.spec()["raw_latents_sha256"] != spec.latents_sha256:
         raise RenderError(f"track {track.id}: seed {spec.seed} no longer gives the track's latents with "
                           "this numpy (sha256 differs), so this render would not be the track. Fix: "

@@ -126,21 +126,26 @@ def test_exact_pairs_render_with_their_conditional_and_scales(tmp_path, monkeypa
     assert "--pairs --n 25000 --seed 4 --conditional laplace --scale 0.1 " in laplace
     assert "--conditional" not in moderate and "--scale 0.0877,0.1115," in moderate
     calls.clear()
-    content_style = load_experiment("baselines/content_style.toml")
-    for name in ("cs", "cs-test"):
-        (tmp_path / "data" / name).mkdir()
-        experiment_module.prepare_data(content_style, tmp_path, name, workers=1, train=name == "cs")
-    train_split, test_split = (" ".join(c) for c in calls if c[0] == "render")
-    assert "--split train --workers 1 --pairs --n 25000 --seed 6 --style spotlight_angle,object_hue," \
-        in train_split
-    assert "--split test --workers 1 --pairs --n 2500 --seed 7 --style " in test_split
-    assert "--scale" not in train_split + test_split
-    # the pixel read-out alone needs no training pairs: only the test split it borrows is linked
+    content_style = load_experiment("baselines/content_style.toml")  # the content/style track, test first
+    experiment_module.prepare_data(content_style, tmp_path / "cs", "cs", workers=1)
+    assert [c[:4] for c in calls if c[0] == "render"] == [
+        ("render", "--data", str(tmp_path / "cs/data/cs"), "--split")] * 2
+    assert [c[4:] for c in calls if c[0] == "render"] == [
+        ("test", "--workers", "1", "--track", "3dident-v2-64-cs"),
+        ("train", "--workers", "1", "--track", "3dident-v2-64-cs")]
+    # a pairs data set that only lends its borrowed test split to the pixel read-out renders nothing
+    (tmp_path / "lend.toml").write_text("""[data.pairs]
+pairs = { n = 8, seed = 0, style = ["object_hue"], variant = "v2", preset = "preview", resolution = 32 }
+test = "plain"
+[data.plain]
+render = { n_train = 8, n_test = 8, seed_train = 0, seed_test = 1, resolution = 32 }
+""")
     calls.clear()
-    experiment_module.prepare_data(content_style, tmp_path / "pixels", "cs-test", workers=1, train=False)
-    experiment_module.prepare_data(content_style, tmp_path / "pixels", "cs", workers=1, train=False)
-    assert [c[0] for c in calls] == ["render", "pack"]  # cs-test's; nothing for cs
-    assert (tmp_path / "pixels/data/cs/test").resolve() == (tmp_path / "pixels/data/cs-test/test").resolve()
+    lend = load_experiment(tmp_path / "lend.toml")
+    experiment_module.prepare_data(lend, tmp_path / "lend", "plain", workers=1, train=False)
+    experiment_module.prepare_data(lend, tmp_path / "lend", "pairs", workers=1, train=False)
+    assert [(c[0], c[4]) for c in calls] == [("render", "test"), ("pack", "test")]  # plain's test only
+    assert (tmp_path / "lend/data/pairs/test").resolve() == (tmp_path / "lend/data/plain/test").resolve()
 
 
 @pytest.mark.parametrize(("scale", "message"), [

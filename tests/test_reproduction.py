@@ -166,3 +166,22 @@ def test_entries_are_rescored_and_verified(tmp_path):
     assert renewed["metrics"] == other["metrics"] and renewed["name"] == other["name"]
     with pytest.raises(ResultError, match="already exists"):  # never over a file already there
         check_entries(experiment, out, entries, refreshed)
+
+
+def test_an_entry_says_what_its_rendered_pairs_were(tmp_path):
+    from ident3d.baselines.baseline_entries import describe, training_data
+
+    config = {"iterations": 4, "batch_size": 8, "positives": "rendered", "lr": 1e-3, "seed": 0,
+              "loss": "vmf", "space": "sphere", "data": str(tmp_path), "train_split": "train"}
+    write_fake_split(tmp_path, "train", n=8, size=16)
+    manifest = json.loads((tmp_path / "train/manifest.json").read_text())
+    for pairs, says, data in (
+            ({"style": ["object_hue", "ground_hue"]},
+             "content/style pairs rendered exactly: object_hue, ground_hue redrawn, the other latents shared",
+             "the train split of 3dident-v2-64-cs@1 (ident3d render --track)"),
+            ({"conditional": "laplace", "scale": 0.1, "beta": None},
+             "Laplace (scale 0.1), pairs rendered exactly (no snapping)",
+             "4 exactly rendered positive pairs at the render settings of 3dident-v2-64-cs@1")):
+        (tmp_path / "train/manifest.json").write_text(json.dumps({**manifest, "pairs": pairs}))
+        assert describe({"config": config, "log": []})["positives"] == says
+        assert training_data(config, "3dident-v2-64-cs@1").startswith(data)

@@ -28,6 +28,7 @@ class SplitSpec:
     content_sha256: str | None = None  # published tracks: ``content_sha256`` of the extracted split
     region: str | None = None  # OOD tracks: draw only inside this region of the track (ident3d.regions)
     exclude: tuple[str, ...] = ()  # OOD tracks: never inside these regions
+    pairs: dict[str, list[str]] | None = None  # content/style tracks: {"style": names}; n images, n / 2 pairs
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ def differences(track: Track, layout: SplitLayout, *, quick: bool = False) -> li
     for key, value in track.pixel_settings().items():
         if settings.get(key) != value:
             found.append(f"render setting {key}: {settings.get(key)!r}, the track's is {value!r}")
+    if spec.pairs and manifest.get("pairs") != spec.pairs:  # what the evaluator's block scores read
+        found.append(f"pairs: the manifest says {manifest.get('pairs')!r}, the track's are {spec.pairs!r}")
     if found:
         return found
     padding = manifest.get("padding")
