@@ -25,7 +25,7 @@ from typing import Any
 from ident3d import atomic
 from ident3d.baselines.experiment import Run, load_experiment, safe_name
 from ident3d.baselines.relations import PAGE
-from ident3d.charts import PALETTE, Chart, ticks
+from ident3d.charts import PALETTE, Chart, ticks, write_figures
 from ident3d.tracks import get_track
 from ident3d.variants import get_variant
 
@@ -198,11 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         from ident3d.generated_blocks import write_block
 
-        FIGURES.mkdir(exist_ok=True)
-        for stale in FIGURES.glob("*.svg"):
-            stale.unlink()
-        for name, svg in figures(curves).items():
-            (FIGURES / name).write_text(svg)
+        write_figures(FIGURES, figures(curves))
         write_block(text, BEGIN, END, PAGE)
     print(text)
     return 0

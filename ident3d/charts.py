@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 # ten distinguishable colours (Tableau 10)
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -105,3 +106,13 @@ class Chart:
 
     def svg(self) -> str:
         return "\n".join([*self.parts, "</svg>"]) + "\n"
+
+
+def write_figures(folder: Path, made: dict[str, str]) -> None:
+    """Make ``folder`` hold exactly the SVGs ``made`` (file name -> SVG): stale ones go."""
+    folder.mkdir(exist_ok=True)
+    for stale in folder.glob("*.svg"):
+        if stale.name not in made:
+            stale.unlink()
+    for name, svg in made.items():
+        (folder / name).write_text(svg)

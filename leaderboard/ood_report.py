@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ident3d.charts import Chart
+from ident3d.charts import Chart, write_figures
 from ident3d.generated_blocks import write_block
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 from ident3d.tracks import get_track
@@ -100,12 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     entries = load_entries(ENTRIES_DIR)
     made, text = figures(entries), section(entries)
     if args.write:
-        FIGURES.mkdir(exist_ok=True)
-        for stale in FIGURES.glob("*.svg"):
-            if stale.name not in made:
-                stale.unlink()
-        for name, svg in made.items():
-            (FIGURES / name).write_text(svg)
+        write_figures(FIGURES, made)
         write_block(text, BEGIN, END, PAGE)
     print(text)
     return 0
