@@ -28,12 +28,11 @@ def describe(run: dict[str, Any]) -> dict[str, str]:
         positives = "none (supervised)"
     elif config["positives"] == "augment":
         positives = "SimCLR image augmentations"
-    elif config["positives"] == "rendered" and paired_spec(config).get("style"):
-        positives = (f"content/style pairs rendered exactly: {', '.join(paired_spec(config)['style'])} "
-                     "redrawn, the other latents shared")
     elif config["positives"] == "rendered":
         spec = paired_spec(config)
-        positives = (f"{spec['conditional'].capitalize()} (scale {spec['scale']}), pairs rendered exactly "
+        positives = (f"content/style pairs rendered exactly: {', '.join(spec['style'])} redrawn, the other "
+                     "latents shared" if spec.get("style") else
+                     f"{spec['conditional'].capitalize()} (scale {spec['scale']}), pairs rendered exactly "
                      "(no snapping)")
     else:
         positives = f"{config['conditional'].capitalize()} (scale {config['scale']})"
