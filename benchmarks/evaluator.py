@@ -31,7 +31,7 @@ from ident3d.evaluation import score
 from ident3d.inference import Runner
 from ident3d.sandbox.loading import program_module
 from ident3d.sandbox.pt2_reader import read_archive
-from ident3d.submissions import check_features
+from ident3d.submissions import Standardisation, check_features
 from ident3d.synthetic import write_synthetic_split
 
 BATCH = 128
@@ -100,7 +100,8 @@ def encoding_table(n_images: int) -> None:
             run = make()
             h, rate = encode_with(run, dataset, bf16)
             setup = time.perf_counter() - start - n_images / rate
-            s = score(z, check_features(h, n_images, label), "ident3d-eval-v1")
+            features = check_features(h, n_images, label)
+            s = score(z, Standardisation.fit(features)(features, label), "ident3d-eval-v1")
             values = np.concatenate([s[k] for k in ("linear_r2", "nonlinear_r2", "mcc_pearson",
                                                      "mcc_spearman")])
             if reference is None:

@@ -37,7 +37,8 @@ from ident3d.protocols import COMPANIONS, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result, validate_result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel
 from ident3d.sandbox.limits import SandboxLimits
-from ident3d.submissions import Submission, check_features, load_submission, module_submission
+from ident3d.submissions import (Standardisation, Submission, check_features, load_submission,
+                                 module_submission)
 from ident3d.tracks import identify
 
 SPLIT_SEED = 0
@@ -218,6 +219,9 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
                  for name, split_set in ood_sets.items()}
     finally:
         sub.close()
+    standardise = Standardisation.fit(h)  # one transform for every split: OOD shifts must survive it
+    h = standardise(h, str(sub.path))
+    h_ood = {name: standardise(h_ood[name], f"{sub.path} on {name}") for name in h_ood}
     variant = dataset.variant_spec
     continuous = variant.continuous_columns
     if progress and protocol == "ident3d-eval-v1":

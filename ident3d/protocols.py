@@ -66,11 +66,16 @@ COMPANIONS = {p.name: p for p in (
         changelog=(("1.0", "first version"),)),
     Protocol(
         name="ident3d-ood",
-        version="1.0",
+        version="1.1",
         summary="rendered OOD splits of an OOD track (regions the training split never showed): the "
                 "linear and kernel read-outs fitted on the in-distribution fit half and scored on each "
-                "OOD split, R² against the latent's in-distribution variance (ident3d.ood)",
-        changelog=(("1.0", "first version"),)),
+                "OOD split, R² against the latent's in-distribution variance; every split's features "
+                "standardised with the in-distribution split's statistics (ident3d.ood)",
+        changelog=(("1.0", "first version"),
+                   ("1.1", "each OOD split's features are standardised with the in-distribution "
+                           "features' mean and spread; 1.0 standardised each split on its own, which "
+                           "re-centred every region and removed the shift that carries its held-out "
+                           "latents (their R² read about 0 for every model). Every 1.0 OOD score moves."))),
 )}
 
 

@@ -117,12 +117,7 @@ def _safetensors_arch(path: Path, arch: str | None) -> str:
 
 
 def check_features(h: np.ndarray, n: int, source: str) -> np.ndarray:
-    """Features as a standardised float64 (N, d) array; refuses anything but finite real numbers.
-
-    Every metric is invariant to a per-feature affine map, so standardising changes no score in
-    exact arithmetic; in floating point it keeps features scaled by 1e-150 or 1e150 (or shifted by
-    a large offset) from under- or overflowing inside the fits.
-    """
+    """Features as a float64 (N, d) array; refuses anything but finite real numbers."""
     h = np.asarray(h)
     if not is_real_numeric(h):
         raise SubmissionError(f"{source}: expected real numbers, found dtype {h.dtype}. Fix: return "
@@ -139,14 +134,40 @@ def check_features(h: np.ndarray, n: int, source: str) -> np.ndarray:
         row, col = (int(v) for v in np.argwhere(bad)[0])
         raise SubmissionError(f"{source}: {int(bad.sum())} non-finite values (NaN or infinity), "
                               f"first at row {row}, column {col}. Fix: submit finite features.")
-    return standardise(h)
+    return h
 
 
-def standardise(h: np.ndarray) -> np.ndarray:
-    """Zero mean and unit variance per column (constant columns become 0), without overflow."""
-    scale = np.abs(h).max(0)
-    h = h / np.where(scale > 0, scale, 1.0)
-    h = h - h.mean(0)
-    h = h - h.mean(0)  # a second pass removes what rounding left of a large offset
-    std = h.std(0)
-    return h / np.where(std > 0, std, 1.0)
+@dataclass(frozen=True)
+class Standardisation:
+    """Zero mean and unit variance per column of the features it was fitted on (constant columns
+    become 0), without overflow; applied unchanged to other features of the same model.
+
+    Every metric is invariant to a per-feature affine map, so standardising changes no score in
+    exact arithmetic; in floating point it keeps features scaled by 1e-150 or 1e150 (or shifted by
+    a large offset) from under- or overflowing inside the fits. Features of out-of-distribution
+    splits must go through the in-distribution transform: standardised on their own statistics,
+    each region would be re-centred and the shift that carries its held-out latents removed.
+    """
+
+    scale: np.ndarray
+    mean: np.ndarray
+    residual_mean: np.ndarray
+    std: np.ndarray
+
+    @classmethod
+    def fit(cls, h: np.ndarray) -> Standardisation:
+        scale = np.abs(h).max(0)
+        scale = np.where(scale > 0, scale, 1.0)
+        mean = (h / scale).mean(0)
+        residual_mean = (h / scale - mean).mean(0)  # what rounding left of a large offset
+        std = (h / scale - mean - residual_mean).std(0)
+        return cls(scale, mean, residual_mean, np.where(std > 0, std, 1.0))
+
+    def __call__(self, h: np.ndarray, source: str) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = (h / self.scale - self.mean - self.residual_mean) / self.std
+        if not np.isfinite(out).all():
+            raise SubmissionError(f"{source}: features overflow on the in-distribution scale (they lie "
+                                  "about 1e300 times further out than the test split's). Fix: return "
+                                  "features of comparable size for every split.")
+        return out

@@ -10,13 +10,15 @@ import shutil
 
 import numpy as np
 import pytest
+import torch
 from scipy.stats import kstest
 
 from ident3d import tracks
 from ident3d.atomic import sha256_array
-from ident3d.errors import DatasetError, LatentError
+from ident3d.errors import DatasetError, LatentError, SubmissionError
 from ident3d.ood import ood_scores
 from ident3d.regions import Region, sample_in_regions, split_latents
+from ident3d.submissions import Standardisation
 from ident3d.variants import get_variant
 
 V2 = get_variant("v2")
@@ -96,6 +98,18 @@ def test_ood_scores_tell_an_affine_code_from_a_nonlinear_one():
     assert bent["splits"][0]["n"] == held.sum()
 
 
+def test_an_ood_split_is_standardised_on_the_in_distribution_scale_so_its_shift_survives():
+    rng = np.random.default_rng(1)
+    h = rng.normal(3.0, 2.0, (500, 3)) * np.array([1e-150, 1.0, 1e150])
+    standardise = Standardisation.fit(h)
+    inside = standardise(h, "test")
+    assert np.allclose(inside.mean(0), 0.0, atol=1e-12) and np.allclose(inside.std(0), 1.0)
+    shifted = standardise(h + 2.0 * h.std(0), "test-extrapolation")  # a region two spreads out
+    assert np.allclose(shifted.mean(0), 2.0)  # on its own statistics it would be re-centred to 0
+    with pytest.raises(SubmissionError, match="overflow on the in-distribution scale"):
+        standardise(np.full((4, 3), 1e300), "test-extrapolation")
+
+
 @pytest.fixture(scope="module")
 def tiny_ood(tmp_path_factory):
     """The OOD track at 32 px with a 16-image test split and an 8-image extrapolation split, rendered."""
@@ -120,7 +134,8 @@ def tiny_ood(tmp_path_factory):
 def test_the_evaluator_scores_the_rendered_ood_splits_and_refuses_a_forged_one(
         tiny_ood, tmp_path, monkeypatch, caplog):
     from ident3d.baselines.pixels import export_pixel_readout
-    from ident3d.evaluation import evaluate
+    from ident3d.datasets import ThreeDIdent
+    from ident3d.evaluation import encode, evaluate, score
 
     track, data = tiny_ood
     known = {**tracks.tracks(), track.name: track}
@@ -131,6 +146,18 @@ def test_the_evaluator_scores_the_rendered_ood_splits_and_refuses_a_forged_one(
     (split,) = result["ood"]["splits"]
     assert split["split"] == "test-extrapolation" and split["n"] == 8
     assert result["ood"]["protocol"] == "ident3d-ood" and len(split["per_latent"]) == 10
+    # the OOD section is the read-outs of the model's own features: one standardisation for every split
+    mean_colour = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())  # 3 features
+    evaluated = evaluate(mean_colour, data, progress=False).document["ood"]
+    sets = {name: ThreeDIdent(data, name) for name in ("test", "test-extrapolation")}
+    own = {name: encode(mean_colour, d, np.arange(len(d)), torch.device("cpu"), 16, False).astype(np.float64)
+           for name, d in sets.items()}
+    continuous = sets["test"].variant_spec.continuous_columns
+    expected = score(sets["test"].latents[:, continuous].astype(np.float64), own["test"], "ident3d-eval-v1",
+                     ood={"test-extrapolation": (sets["test-extrapolation"].latents[:, continuous]
+                                                 .astype(np.float64), own["test-extrapolation"])})["ood"]
+    for got, want in zip(evaluated["splits"][0]["per_latent"], expected["splits"][0]["per_latent"]):
+        assert got["linear_r2"] == pytest.approx(want["linear_r2"], abs=1e-6), got["factor"]
 
     forged = tmp_path / "forged"
     shutil.copytree(data, forged)
