@@ -37,8 +37,13 @@ from ident3d.protocols import COMPANIONS, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result, validate_result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel
 from ident3d.sandbox.limits import SandboxLimits
-from ident3d.submissions import (Standardisation, Submission, check_features, load_submission,
-                                 module_submission)
+from ident3d.submissions import (
+    Standardisation,
+    Submission,
+    check_features,
+    load_submission,
+    module_submission,
+)
 from ident3d.tracks import identify
 
 SPLIT_SEED = 0

@@ -156,7 +156,8 @@ def test_the_evaluator_scores_the_rendered_ood_splits_and_refuses_a_forged_one(
     expected = score(sets["test"].latents[:, continuous].astype(np.float64), own["test"], "ident3d-eval-v1",
                      ood={"test-extrapolation": (sets["test-extrapolation"].latents[:, continuous]
                                                  .astype(np.float64), own["test-extrapolation"])})["ood"]
-    for got, want in zip(evaluated["splits"][0]["per_latent"], expected["splits"][0]["per_latent"]):
+    pairs = zip(evaluated["splits"][0]["per_latent"], expected["splits"][0]["per_latent"], strict=True)
+    for got, want in pairs:
         assert got["linear_r2"] == pytest.approx(want["linear_r2"], abs=1e-6), got["factor"]
 
     forged = tmp_path / "forged"
