@@ -67,9 +67,9 @@ def _held_out(scores: Mapping[str, Any], factors: list[str]) -> str:
 
 
 def section(entries: list[Mapping[str, Any]]) -> str:
-    """The table of docs/evaluation.md: per entry (ident3d-eval-v1 entries with the OOD section), the
+    """The tables of docs/evaluation.md: per entry (ident3d-eval-v1 entries with the OOD section), the
     in-distribution score half and each OOD split, mean linear / kernel R², and the same for the latents
-    the split's region holds out."""
+    the split's region holds out; then the entry's figure."""
     shown = [e for e in entries if has_ood(e) and e["protocol"] == "ident3d-eval-v1"]
     lines = [BEGIN]
     if not shown:
@@ -87,7 +87,8 @@ def section(entries: list[Mapping[str, Any]]) -> str:
             held = list(regions.get(split["split"].removeprefix("test-"), {}))
             lines.append(f"| {split['split']} ({split['n']:,} images) | {100 * split['linear_r2']:.1f} / "
                          f"{100 * split['kernel_r2']:.1f} | {_held_out(split, held) if held else '–'} |")
-        lines.append("")
+        lines += ["", f"![Linear R² per latent of {entry['name']}, in distribution and on each OOD split]"
+                      f"({FIGURES.name}/{entry['id']}.svg)", ""]
     lines.append(END)
     return "\n".join(lines)
 
