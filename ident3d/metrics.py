@@ -125,8 +125,15 @@ def transfer_r2(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray, y_sco
         return 0.0, 0.0
     linear = affine_predict(h_fit, y_fit, h_score)
     nonlinear = kernel_ridge_predict(h_fit, y_fit[:, None], h_score, kernel["alpha"], kernel["gamma"])[:, 0]
-    return tuple(float(np.clip(1.0 - np.mean((y_score - p) ** 2) / variance, 0.0, 1.0))
-                 for p in (linear, nonlinear))
+    return tuple(_bounded_r2(y_score, p, variance) for p in (linear, nonlinear))
+
+
+def _bounded_r2(y: np.ndarray, prediction: np.ndarray, variance: float) -> float:
+    """``1 - MSE / variance`` clipped to [0, 1]; a prediction with no finite error (features so far out
+    that the read-out returns inf - inf) scores 0, like any prediction worse than the mean."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        r2 = 1.0 - np.mean((y - prediction) ** 2) / variance
+    return 0.0 if np.isnan(r2) else float(np.clip(r2, 0.0, 1.0))
 
 
 def correlation_matrix(z: np.ndarray, h: np.ndarray, method: str = "pearson") -> np.ndarray:

@@ -73,6 +73,15 @@ def test_an_affine_code_extrapolates_and_a_saturating_one_does_not():
     assert all(c["linear_r2"] > 0.98 for c in corners)
 
 
+def test_a_read_out_without_a_finite_error_scores_zero_not_nan():
+    h = Z @ RNG.normal(size=(10, 10))
+    far = h[SCORE].copy()
+    far[0] = np.nan  # what a prediction of inf - inf leaves; np.clip would keep it
+    kernel = {"alpha": 1.0, "gamma": 0.1}
+    y = Z[:, 0]
+    assert metrics.transfer_r2(h[FIT], y[FIT], far, y[SCORE], kernel, float(y.var())) == (0.0, 0.0)
+
+
 def test_block_scores_split_content_from_style():
     per_latent = [{"factor": n, "linear_r2": 0.9 if j < 7 else 0.1, "nonlinear_r2": 0.95 if j < 7 else 0.2}
                   for j, n in enumerate(NAMES)]
