@@ -600,6 +600,38 @@ def test_the_page_shows_the_companion_columns_only_where_a_row_has_them(tmp_path
         browser.close()
 
 
+def test_the_page_sorts_style_r2_lowest_first_and_content_r2_highest_first(tmp_path):
+    """The content/style baselines' block columns: a content encoder should read the content block and
+    not the style block, so a first click on a style column shows the lowest style R² first."""
+    from playwright.sync_api import sync_playwright
+
+    from ident3d.leaderboard.build import build
+
+    entries = tmp_path / "entries"
+    entries.mkdir()
+    committed = [e for e in load_entries(ENTRIES_DIR)
+                 if e["dataset"] == "3dident-v2-64-cs@1" and e["protocol"] == "ident3d-eval-v1"]
+    assert len(committed) == 2
+    for entry in committed:
+        shutil.copy(ENTRIES_DIR / f"{entry['id']}.json", entries)
+    by_style = sorted(committed, key=lambda e: e["result"]["blocks"]["style_linear_r2"])
+    by_content = sorted(committed, key=lambda e: -e["result"]["blocks"]["content_kernel_r2"])
+    build(entries, tmp_path / "LEADERBOARD.md", tmp_path / "index.html")
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page()
+        page.goto((tmp_path / "index.html").as_uri())
+        assert page.locator("#dataset").input_value() == "3dident-v2-64-cs@1"  # the only track here
+        headers = page.locator("#board th.companion").all_inner_texts()
+        assert headers[-4:] == ["content R² (linear)", "content R² (kernel)", "style R² (linear)",
+                                "style R² (kernel)"]
+        page.locator('#board th[data-key="style_linear_r2"]').click()
+        assert page.locator("#board tbody tr").first.get_attribute("data-id") == by_style[0]["id"]
+        page.locator('#board th[data-key="content_kernel_r2"]').click()
+        assert page.locator("#board tbody tr").first.get_attribute("data-id") == by_content[0]["id"]
+        browser.close()
+
+
 def test_leaderboard_add_validates_the_submitted_result_once(tmp_path, monkeypatch):
     """The result is parsed into a Result at the boundary; the entry built around it and the writer
     trust that type instead of checking the same document again."""

@@ -63,3 +63,24 @@ def test_an_ood_column_appears_only_for_the_splits_a_row_was_scored_on():
     assert "| OOD extrapolation R² (%) | status |" in table and "OOD interpolation" not in table
     assert "| 42.00 |" in next(line for line in table.splitlines() if "v2-supervised`" in line)
     assert "D (%)" not in table  # no row has DCI here: no such column
+
+
+def test_the_content_style_tables_show_the_block_r2_of_each_entry():
+    from ident3d.leaderboard.markdown import percent
+
+    entries = load_entries()
+    markdown = render_markdown(entries)
+    for protocol, fits in (("ident3d-eval-v1", ("linear", "kernel")), ("cl-ica-2021", ("linear",))):
+        table = markdown.split(f"(`3dident-v2-64-cs@1`) · {protocol}")[1].split("\n## ")[0]
+        labels = [f"{block} R² ({fit}) (%)" for block in ("content", "style") for fit in fits]
+        assert "| " + " | ".join(labels) + " | status |" in table
+        assert "R² (kernel)" not in table or protocol == "ident3d-eval-v1"  # cl-ica-2021 fits no kernel
+        shown = [e for e in entries if e["dataset"] == "3dident-v2-64-cs@1" and e["protocol"] == protocol]
+        assert shown
+        for entry in shown:
+            blocks = entry["result"]["blocks"]
+            cells = [percent(blocks[f"{block}_{fit}_r2"]) for block in ("content", "style") for fit in fits]
+            line = next(line for line in table.splitlines() if f"`{entry['id']}`" in line)
+            assert "| " + " | ".join(cells) + " |" in line
+    elsewhere = markdown.split("(`3dident-v2-64@1`) · ident3d-eval-v1")[1].split("\n## ")[0]
+    assert "content R²" not in elsewhere  # no block columns where no row was scored on content/style pairs
