@@ -1,8 +1,8 @@
 """The companion protocols' numbers of a leaderboard row (DCI, read-out extrapolation, the rendered
 OOD splits, and block identifiability on a content/style split): read from the entry's result, a seed
-group's as its runs' mean. Entries gain them only from a result that has them, that is by re-scoring their model
-file. A table shows a column only when one of its rows has a value in it; the page gets the same
-columns from its data (``leaderboard.site``), so the list lives here only."""
+group's as its runs' mean. Entries gain them only from a result that has them, that is by re-scoring
+their model file. A table shows a column only when one of its rows has a value in it; the page gets the
+same columns from its data (``leaderboard.site``), so the list lives here only."""
 
 from __future__ import annotations
 
