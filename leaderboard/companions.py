@@ -12,12 +12,13 @@ from typing import Any
 
 OOD_SPLITS = ("interpolation", "extrapolation", "composition")  # test-<name> splits of an OOD track
 BLOCK_READ_OUTS = (("content", True), ("style", False))  # a content encoder should read content, not style
+BLOCK_FITS = ("linear", "kernel")
 # (key, label, higher is better): the order of the columns in LEADERBOARD.md and on the page
 COLUMNS = (("dci_disentanglement", "D", True), ("dci_completeness", "C", True),
            ("dci_informativeness", "I", True), ("extrapolation_linear_r2", "extrapolation R²", True),
            *((f"ood_{name}_linear_r2", f"OOD {name} R²", True) for name in OOD_SPLITS),
            *((f"{block}_{fit}_r2", f"{block} R² ({fit})", higher)
-             for block, higher in BLOCK_READ_OUTS for fit in ("linear", "kernel")))
+             for block, higher in BLOCK_READ_OUTS for fit in BLOCK_FITS))
 
 
 def companion_metrics(row: Mapping[str, Any]) -> dict[str, float | None]:
@@ -35,7 +36,7 @@ def companion_metrics(row: Mapping[str, Any]) -> dict[str, float | None]:
             "extrapolation_linear_r2": extrapolation.get("linear_r2"),
             **{f"ood_{name}_linear_r2": ood.get(f"test-{name}") for name in OOD_SPLITS},
             **{f"{block}_{fit}_r2": blocks.get(f"{block}_{fit}_r2")
-               for block, _ in BLOCK_READ_OUTS for fit in ("linear", "kernel")}}
+               for block, _ in BLOCK_READ_OUTS for fit in BLOCK_FITS}}
 
 
 def shown_columns(rows: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
