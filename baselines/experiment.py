@@ -69,6 +69,21 @@ class Experiment:
     runs: tuple[Run, ...]
     label: str = "baseline"  # in each entry's name: "<run> (<label>)"
 
+    def select(self, only: list[str] | None, missing_ok: bool = False) -> list[Run]:
+        """The runs named in ``only`` (all when it is empty): a run folder's name selects that run
+        alone, so an entry's reproduce command trains that one run; any other name selects every seed of
+        the [[runs]] group of that name. A name of no run is an error unless ``missing_ok``."""
+        if not only:
+            return list(self.runs)
+        folders = {run.folder for run in self.runs}
+        groups = {run.group for run in self.runs}
+        unknown = sorted(set(only) - folders - groups)
+        if unknown and not missing_ok:
+            raise ExperimentError(f"{self.source}: no run named {unknown[0]!r}. Fix: name one of "
+                                  f"{', '.join(dict.fromkeys(run.group for run in self.runs))}.")
+        return [run for run in self.runs
+                if run.folder in only or (run.group in only and run.group not in folders)]
+
     def data_root(self, out: Path, name: str) -> Path:
         return Path(out) / "data" / name
 
@@ -241,14 +256,10 @@ def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
 
 def run_experiment(experiment: Experiment, out: Path, only: list[str] | None = None, device: str = "cpu",
                    workers: int = 2) -> list[Path]:
-    """Every run (or those whose name or folder is in ``only``), data first, as jobs of the driver
+    """Every run (or those ``only`` selects: ``Experiment.select``), data first, as jobs of the driver
     (``ident3d.baselines.driver``: another process may run the same file into ``out`` at the same
     time); return the folders of the finished runs."""
-    runs = [r for r in experiment.runs if not only or r.group in only or r.folder in only]
-    missing = set(only or ()) - {r.group for r in runs} - {r.folder for r in runs}
-    if missing:
-        raise ExperimentError(f"{experiment.source}: no run named {sorted(missing)[0]!r}. Fix: name one of "
-                              f"{', '.join(dict.fromkeys(r.group for r in experiment.runs))}.")
+    runs = experiment.select(only)
     needed = dict.fromkeys(name for r in runs
                            for name in (experiment.data[r.data].get("test"), r.data) if name)
     trained_on = {r.data for r in runs if r.preset != "pixels"}  # the pixel read-out needs no training split
@@ -267,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("experiment", type=Path, help="the experiment file (baselines/cpu_track.toml)")
     parser.add_argument("out", type=Path, help="folder for the data, the runs and REPRODUCTION.md")
-    parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs (names or folders)")
+    parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs: a run folder "
+                        "(NAME or NAME-sSEED) alone, or every seed of a [[runs]] name that is no folder")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (the budgets stay; the numbers "
                                                         "then are not the entries')")
     parser.add_argument("--workers", type=int, default=2, help="render processes")

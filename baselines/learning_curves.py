@@ -58,9 +58,9 @@ def keep_curves(out: Path, experiment_file: Path, curves: Path = CURVES,
     asked for one (its ``set`` has ``eval_every``) or has logged a learned Lambda."""
     experiment = load_experiment(experiment_file)
     written = []
-    for run in experiment.runs:
+    for run in experiment.select(only, missing_ok=True):  # --runs may name runs of another file
         folder = Path(out) / "runs" / run.folder
-        if not (folder / "log.jsonl").exists() or (only and run.folder not in only and run.group not in only):
+        if not (folder / "log.jsonl").exists():
             continue
         data = experiment.data[run.data]
         track = data["track"] if "track" in data else experiment.data[data["test"]]["track"]
@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, nargs="?", help="the experiment's output folder (its runs/)")
     parser.add_argument("--experiment", type=Path, action="append", help="the runs' experiment file "
                         "(repeatable; default: baselines/cpu_track.toml and baselines/cpu_track_curves.toml)")
-    parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs (names or folders)")
+    parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs (as the "
+                        "experiment driver's --runs selects them)")
     parser.add_argument("--write", action="store_true", help="draw the figures and write the table")
     args = parser.parse_args(argv)
     if args.out is not None:

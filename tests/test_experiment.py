@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ident3d.baselines.baseline_entries import add_entries, check_entries
+from ident3d.baselines.baseline_entries import add_entries, check_entries, reproduce_command
 from ident3d.baselines.config import load_preset
 from ident3d.baselines.driver import _owner
 from ident3d.baselines.experiment import ExperimentError, load_experiment, main
@@ -90,6 +90,22 @@ def test_the_cpu_track_file_names_every_committed_entry():
         if entry["id"].startswith("Ident2026CpuTrack_") and entry.get("seed_group"):
             folder = entry["id"].removeprefix("Ident2026CpuTrack_").removesuffix("-clica")
             assert groups[folder] == entry["seed_group"]
+
+
+def test_a_run_folder_name_selects_that_run_alone_and_a_group_name_its_seeds():
+    experiment = load_experiment("baselines/cpu_track.toml")
+    # seed 0 of normal-unbounded lives in folder v2-normal-unbounded; seeds 1 and 2 join its group
+    assert [r.folder for r in experiment.select(["v2-normal-unbounded"])] == ["v2-normal-unbounded"]
+    assert [r.folder for r in experiment.select(["v2-normal-box"])] == [
+        "v2-normal-box-s0", "v2-normal-box-s1", "v2-normal-box-s2"]
+    assert [r.folder for r in experiment.select(["v2-normal-box-s1", "v2-pixels"])] == [
+        "v2-normal-box-s1", "v2-pixels"]
+    with pytest.raises(ExperimentError, match="no run named 'v2-normal-box-curve'"):
+        experiment.select(["v2-normal-box-curve"])
+    assert experiment.select(["v2-normal-box-curve"], missing_ok=True) == []
+    # every entry's reproduce command trains exactly the run that made it
+    for run in experiment.runs:
+        assert experiment.select([reproduce_command(experiment, run).split("--runs ")[1]]) == [run]
 
 
 def test_a_broken_experiment_file_is_refused_with_the_key_named(tmp_path):
