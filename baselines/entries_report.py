@@ -90,7 +90,7 @@ def planned_lines(pending: Mapping[str, list[Run]]) -> list[str]:
         return []
     count = sum(len(runs) for runs in pending.values())
     return ["", f"Planned in `baselines/cpu_track.toml` and not run yet ({count} runs):", "",
-            *(f"- `{group}` ({runs[0].preset} on `{runs[0].data}`, seeds "
+            *(f"- `{group}` ({runs[0].preset} on `{runs[0].data}`, seed{'s' if len(runs) > 1 else ''} "
               f"{', '.join(str(r.seed) for r in runs)})" for group, runs in pending.items())]
 
 
