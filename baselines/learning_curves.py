@@ -10,8 +10,9 @@ one half of the first ``eval_images`` test images and scored on the other half
 (``ident3d.baselines.train.quick_score``); AnInfoNCE runs log their learned Lambda (any experiment
 file's runs, ``--experiment FILE --runs NAME``). Those records are kept in ``baselines/curves/RUN.json`` with
 the run's preset and budget and the last step it logged (a run stopped early keeps what it reached),
-drawn as ``docs/learning-curves/RUN.svg`` and tabulated between the markers of docs/cpu-track.md;
-``tests/test_learning_curves.py`` fails when the figures or the table are stale.
+drawn as ``docs/learning-curves/RUN.png`` (and ``overview.png``: every run's mean R² on one set of
+axes) and tabulated between the markers of docs/cpu-track.md; ``tests/test_learning_curves.py`` fails
+when the figures (by the digest each PNG carries, ``ident3d.charts.png_source``) or the table are stale.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ CURVES = Path(__file__).resolve().parent / "curves"
 FIGURES = PAGE.parent / "learning-curves"
 BEGIN = "<!-- learning-curves:begin (python -m ident3d.baselines.learning_curves --write) -->"
 END = "<!-- learning-curves:end -->"
+OVERVIEW = "overview.png"  # every run's mean R² by step on one set of axes
 STEPS = (300, 600, 1200, 2400, 4800, 7200)  # the table's columns, where a curve has them
 CURVE_KEYS = {"run", "group", "preset", "budget", "factors", "last_step", "points", "lambda"}
 
@@ -92,7 +94,7 @@ def load_curves(curves: Path = CURVES) -> list[dict[str, Any]]:
     return loaded
 
 
-def curve_svg(curve: dict[str, Any]) -> str:
+def curve_chart(curve: dict[str, Any]) -> Chart:
     budget = curve["budget"]
     chart = Chart(f"{curve['run']}: held-out linear R² per latent ({curve['preset']}, batch "
                   f"{budget['batch_size']}, lr {budget['lr']:g}; logged to step {curve['last_step']:,} of "
@@ -105,10 +107,27 @@ def curve_svg(curve: dict[str, Any]) -> str:
         chart.key(chart.left + 132 * (j % 5), 24 + 16 * (j // 5), colour, factor)
         chart.line([(p["step"], max(0.0, p["linear_r2_per_latent"][j])) for p in curve["points"]], colour,
                    dots=True)
-    return chart.svg()
+    return chart
 
 
-def lambda_svg(curve: dict[str, Any]) -> str:
+def overview_chart(groups: dict[str, list[dict[str, Any]]]) -> Chart:
+    """Every logged run's mean held-out linear R² (over the latents) by step, one colour per group."""
+    x_max = max(c["budget"]["steps"] for group in groups.values() for c in group)
+    chart = Chart("Held-out linear R², mean over the latents, by training step (one line per run)",
+                  x_max=x_max, y_max=1.0, width=720, height=380, margins=(44, 12, 48, 40), title_size=12)
+    chart.y_grid([0.0, 0.25, 0.5, 0.75, 1.0], "{:.2f}")
+    chart.x_labels(ticks(x_max, 6), "training step")
+    for k, (name, group) in enumerate(groups.items()):
+        colour = PALETTE[k % len(PALETTE)]
+        seeds = f"{len(group)} seeds" if len(group) > 1 else "1 seed"
+        chart.key(chart.left + 220 * (k % 3), 24 + 16 * (k // 3), colour,
+                  f"{name} ({group[0]['budget']['steps']:,} steps; {seeds})")
+        for curve in group:
+            chart.line([(p["step"], p["linear_r2"]) for p in curve["points"]], colour, dots=True)
+    return chart
+
+
+def lambda_chart(curve: dict[str, Any]) -> Chart:
     """Each learned precision of an AnInfoNCE run (one line per output feature, unmatched) by step."""
     steps = [p["step"] for p in curve["lambda"]]
     values = [p["precision"] for p in curve["lambda"]]
@@ -121,13 +140,23 @@ def lambda_svg(curve: dict[str, Any]) -> str:
     for feature in range(len(values[0])):
         chart.line([(s, v[feature]) for s, v in zip(steps, values, strict=True)],
                    PALETTE[feature % len(PALETTE)] if len(values[0]) > 1 else "#555")
-    return chart.svg()
+    return chart
 
 
-def figures(curves: list[dict[str, Any]]) -> dict[str, str]:
-    """Every figure the kept curves give, by file name."""
-    made = {f"{c['run']}.svg": curve_svg(c) for c in curves if c["points"]}
-    made |= {f"lambda-{c['run']}.svg": lambda_svg(c) for c in curves if c["lambda"]}
+def _groups(curves: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The curves that logged a read-out, by seed group, in the kept order."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for curve in curves:
+        if curve["points"]:
+            groups.setdefault(curve["group"], []).append(curve)
+    return groups
+
+
+def figures(curves: list[dict[str, Any]]) -> dict[str, Chart]:
+    """Every figure the kept curves give, by file name (PNG)."""
+    made = {OVERVIEW: overview_chart(_groups(curves))} if _groups(curves) else {}
+    made |= {f"{c['run']}.png": curve_chart(c) for c in curves if c["points"]}
+    made |= {f"lambda-{c['run']}.png": lambda_chart(c) for c in curves if c["lambda"]}
     return made
 
 
@@ -157,15 +186,15 @@ def section(curves: list[dict[str, Any]]) -> str:
             final = ", ".join(f"{v:.2f}" for v in curve["lambda"][-1]["precision"])
             lines += [f"**{curve['run']}**: learned Lambda per output feature at step "
                       f"{curve['lambda'][-1]['step']:,}: {final}. Trajectory: "
-                      f"[learning-curves/lambda-{curve['run']}.svg](learning-curves/lambda-{curve['run']}.svg).",
+                      f"[learning-curves/lambda-{curve['run']}.png](learning-curves/lambda-{curve['run']}.png).",
                       ""]
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for curve in curves:
-        if curve["points"]:
-            groups.setdefault(curve["group"], []).append(curve)
+    groups = _groups(curves)
+    if groups:
+        lines += [f"![Mean held-out linear R² by training step, every run that logged it]"
+                  f"(learning-curves/{OVERVIEW})", ""]
     for name, group in groups.items():
         budget, runs = group[0]["budget"], [c["run"] for c in group]
-        drawn = ", ".join(f"[{run}](learning-curves/{run}.svg)" for run in runs)
+        drawn = ", ".join(f"[{run}](learning-curves/{run}.png)" for run in runs)
         seeds = f"{len(group)} seeds, mean ± sd for the mean row" if len(group) > 1 else "1 seed"
         reached = ", ".join(f"{c['last_step']:,}" for c in group)
         lines += [f"**{name}** ({group[0]['preset']}, {budget['steps']:,} steps of {budget['batch_size']} at "
@@ -199,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         from ident3d.generated_blocks import write_block
 
-        write_figures(FIGURES, figures(curves))
+        write_figures(FIGURES, {name: chart.png() for name, chart in figures(curves).items()})
         write_block(text, BEGIN, END, PAGE)
     print(text)
     return 0

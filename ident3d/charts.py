@@ -1,18 +1,29 @@
-"""Small standalone SVG charts for the figures in docs/ (no plotting dependency): a white frame with a
-title, a y grid, and lines, bars, legend keys and labels placed in data coordinates.
+"""Small standalone charts for the figures in docs/ (no plotting dependency): a white frame with a
+title, a y grid, and lines, bars, legend keys and labels placed in data coordinates, written as SVG
+text or drawn as a PNG with Pillow.
 
-The figures are generated files with staleness tests, so the output is plain, deterministic text.
+The figures are generated files with staleness tests, so the output is deterministic: an SVG is plain
+text, and a PNG carries the SHA-256 of its chart's SVG (``png_source``), so that a test can tell a
+stale PNG without comparing pixels, which depend on the Pillow version that drew them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont, PngImagePlugin
 
 # ten distinguishable colours (Tableau 10)
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
            "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
+PNG_SOURCE_KEY = "ident3d-chart-sha256"  # the PNG text chunk holding the SHA-256 of the chart's SVG
+FONT_SIZE = 11
+PLAIN_GLYPHS = {"—": "-", "–": "-", "×": "x"}  # drawn in the PNG as these: Pillow's bundled font lacks them
 
 
 def ticks(top: float, count: int = 6) -> list[float]:
@@ -23,9 +34,163 @@ def ticks(top: float, count: int = 6) -> list[float]:
     return [step * i for i in range(int(top // step) + 1)]
 
 
+def _n(value: float) -> str:
+    """A coordinate as the SVG writes it: integers as they are, other values to one decimal."""
+    return str(value) if isinstance(value, int) else f"{value:.1f}"
+
+
+@dataclass(frozen=True)
+class _Line:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    colour: str
+    dashed: bool = False
+
+    def svg(self) -> str:
+        dash = ' stroke-dasharray="5 4"' if self.dashed else ""
+        return (f'<line x1="{_n(self.x1)}" x2="{_n(self.x2)}" y1="{_n(self.y1)}" y2="{_n(self.y2)}" '
+                f'stroke="{self.colour}"{dash}/>')
+
+    def draw(self, canvas: _Canvas) -> None:
+        if not self.dashed:
+            canvas.draw.line(canvas.points([(self.x1, self.y1), (self.x2, self.y2)]), self.colour,
+                             width=canvas.scale)
+            return
+        length = math.hypot(self.x2 - self.x1, self.y2 - self.y1)
+
+        def along(distance: float) -> tuple[float, float]:
+            share = min(distance, length) / length
+            return self.x1 + share * (self.x2 - self.x1), self.y1 + share * (self.y2 - self.y1)
+
+        for start in range(0, math.ceil(length), 9):  # 5 drawn, 4 left out, as the SVG's dash array
+            canvas.draw.line(canvas.points([along(start), along(start + 5)]), self.colour, width=canvas.scale)
+
+
+@dataclass(frozen=True)
+class _Text:
+    x: float
+    y: float
+    text: str
+    anchor: str = "start"
+    size: int | None = None  # None: the chart's FONT_SIZE
+    rotate: float = 0.0  # degrees, clockwise positive as in SVG
+
+    def svg(self) -> str:
+        size = f' font-size="{self.size}"' if self.size is not None else ""
+        anchor = f' text-anchor="{self.anchor}"' if self.anchor != "start" else ""
+        turn = f' transform="rotate({self.rotate:g} {_n(self.x)} {_n(self.y)})"' if self.rotate else ""
+        return f'<text x="{_n(self.x)}" y="{_n(self.y)}"{size}{anchor}{turn}>{self.text}</text>'
+
+    def draw(self, canvas: _Canvas) -> None:
+        size = self.size or FONT_SIZE
+        x, y = canvas.points([(self.x, self.y)])[0]
+        if not self.rotate:
+            _draw_text(canvas.image, (x, y), self.text, canvas, size, self.anchor)
+            return
+        # drawn on its own transparent layer around the anchor point, turned about it, laid over
+        reach = 2 * size * canvas.scale + int(canvas.font(size).getlength(self.text))
+        layer = Image.new("RGBA", (2 * reach, 2 * reach), (255, 255, 255, 0))
+        _draw_text(layer, (reach, reach), self.text, canvas, size, self.anchor)
+        layer = layer.rotate(-self.rotate, resample=Image.Resampling.BICUBIC, center=(reach, reach))
+        canvas.image.alpha_composite(layer, (round(x) - reach, round(y) - reach))
+
+
+def _draw_text(image: Image.Image, at: tuple[float, float], text: str, canvas: _Canvas, size: int,
+               anchor: str) -> None:
+    """``text`` on its baseline at ``at``, placed by its SVG ``anchor``, in Pillow's bundled font, which
+    lacks a few glyphs: "²" is drawn as a raised small 2, and dashes and "×" as their ASCII look-alikes."""
+    for fancy, plain in PLAIN_GLYPHS.items():
+        text = text.replace(fancy, plain)
+    font, small = canvas.font(size), canvas.font(round(0.7 * size))
+    first, *rest = text.split("²")
+    runs = [(first, False)]  # (text, raised)
+    for piece in rest:
+        runs += [("2", True), (piece, False)]
+    width = sum((small if raised else font).getlength(run) for run, raised in runs)
+    x = at[0] - {"start": 0.0, "middle": width / 2, "end": width}[anchor]
+    draw = ImageDraw.Draw(image)
+    for run, raised in runs:
+        face = small if raised else font
+        draw.text((x, at[1] - (0.4 * size * canvas.scale if raised else 0)), run, fill="black", font=face,
+                  anchor="ls")
+        x += face.getlength(run)
+
+
+@dataclass(frozen=True)
+class _Polyline:
+    points: tuple[tuple[float, float], ...]
+    colour: str
+
+    def svg(self) -> str:
+        coordinates = " ".join(f"{a:.1f},{b:.1f}" for a, b in self.points)
+        return f'<polyline fill="none" stroke="{self.colour}" stroke-width="1.8" points="{coordinates}"/>'
+
+    def draw(self, canvas: _Canvas) -> None:
+        canvas.draw.line(canvas.points(self.points), self.colour, width=round(1.8 * canvas.scale),
+                         joint="curve")
+
+
+@dataclass(frozen=True)
+class _Circle:
+    x: float
+    y: float
+    colour: str
+    radius: float = 2.5
+
+    def svg(self) -> str:
+        return f'<circle cx="{self.x:.1f}" cy="{self.y:.1f}" r="{self.radius:g}" fill="{self.colour}"/>'
+
+    def draw(self, canvas: _Canvas) -> None:
+        (x, y), r = canvas.points([(self.x, self.y)])[0], self.radius * canvas.scale
+        canvas.draw.ellipse((x - r, y - r, x + r, y + r), fill=self.colour)
+
+
+@dataclass(frozen=True)
+class _Rect:
+    x: float
+    y: float
+    width: float
+    height: float
+    colour: str
+
+    def svg(self) -> str:
+        return (f'<rect x="{_n(self.x)}" y="{_n(self.y)}" width="{_n(self.width)}" '
+                f'height="{_n(self.height)}" fill="{self.colour}"/>')
+
+    def draw(self, canvas: _Canvas) -> None:
+        (x0, y0), (x1, y1) = canvas.points([(self.x, self.y), (self.x + self.width, self.y + self.height)])
+        canvas.draw.rectangle((x0, y0, x1, y1), fill=self.colour)
+
+
+@dataclass
+class _Canvas:
+    """A Pillow image ``scale`` times the chart's size, and the fonts drawn on it."""
+
+    image: Image.Image
+    scale: int
+    fonts: dict[int, ImageFont.FreeTypeFont | ImageFont.ImageFont] = field(default_factory=dict)
+
+    @property
+    def draw(self) -> ImageDraw.ImageDraw:
+        return ImageDraw.Draw(self.image)
+
+    def points(self, points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+        return [(a * self.scale, b * self.scale) for a, b in points]
+
+    def font(self, size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+        if size not in self.fonts:
+            self.fonts[size] = ImageFont.load_default(size=size * self.scale)
+        return self.fonts[size]
+
+
+_Mark = _Line | _Text | _Polyline | _Circle | _Rect
+
+
 @dataclass
 class Chart:
-    """An SVG of ``width`` x ``height`` whose plot area maps x in [0, x_max] and y in [0, y_max]."""
+    """A ``width`` x ``height`` figure whose plot area maps x in [0, x_max] and y in [0, y_max]."""
 
     title: str
     x_max: float
@@ -34,14 +199,10 @@ class Chart:
     height: int = 360
     margins: tuple[int, int, int, int] = (56, 16, 28, 40)  # left, right, top, bottom
     title_size: int = 13
-    parts: list[str] = field(default_factory=list)
+    marks: list[_Mark] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        left = self.margins[0]
-        self.parts += [f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
-                       f'viewBox="0 0 {self.width} {self.height}" font-family="sans-serif" font-size="11">',
-                       '<rect width="100%" height="100%" fill="white"/>',
-                       f'<text x="{left}" y="16" font-size="{self.title_size}">{self.title}</text>']
+        self.marks.append(_Text(self.left, 16, self.title, size=self.title_size))
 
     @property
     def left(self) -> float:
@@ -63,56 +224,74 @@ class Chart:
 
     def y_grid(self, values: list[float], label: str = "{:.0f}") -> None:
         for value in values:
-            self.parts.append(f'<line x1="{self.left}" x2="{self.right}" y1="{self.y(value):.1f}" '
-                              f'y2="{self.y(value):.1f}" stroke="#ddd"/>')
-            self.parts.append(f'<text x="{self.left - 6}" y="{self.y(value) + 4:.1f}" text-anchor="end">'
-                              f'{label.format(value)}</text>')
+            self.marks.append(_Line(self.left, self.y(value), self.right, self.y(value), "#ddd"))
+            self.marks.append(_Text(self.left - 6, self.y(value) + 4, label.format(value), anchor="end"))
 
     def x_labels(self, values: list[float], axis: str = "") -> None:
-        for value in values:
-            self.parts.append(f'<text x="{self.x(value):.1f}" y="{self.bottom + 16}" text-anchor="middle">'
-                              f'{value:,.0f}</text>')
+        self.marks += [_Text(self.x(value), self.bottom + 16, f"{value:,.0f}", anchor="middle")
+                       for value in values]
         if axis:
-            self.parts.append(f'<text x="{(self.left + self.right) / 2}" y="{self.height - 6}" '
-                              f'text-anchor="middle">{axis}</text>')
+            self.marks.append(_Text((self.left + self.right) / 2, self.height - 6, axis, anchor="middle"))
 
     def line(self, points: list[tuple[float, float]], colour: str, dots: bool = False) -> None:
-        coordinates = " ".join(f"{self.x(a):.1f},{self.y(b):.1f}" for a, b in points)
-        self.parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.8" '
-                          f'points="{coordinates}"/>')
+        placed = tuple((self.x(a), self.y(b)) for a, b in points)
+        self.marks.append(_Polyline(placed, colour))
         if dots:
-            self.parts += [f'<circle cx="{self.x(a):.1f}" cy="{self.y(b):.1f}" r="2.5" fill="{colour}"/>'
-                           for a, b in points]
+            self.marks += [_Circle(a, b, colour) for a, b in placed]
 
     def level(self, value: float, colour: str) -> None:
         """A dashed horizontal line across the plot at ``value``."""
-        self.parts.append(f'<line x1="{self.left}" x2="{self.right}" y1="{self.y(value):.1f}" '
-                          f'y2="{self.y(value):.1f}" stroke="{colour}" stroke-dasharray="5 4"/>')
+        self.marks.append(_Line(self.left, self.y(value), self.right, self.y(value), colour, dashed=True))
 
     def bar(self, left: float, width: float, value: float, colour: str) -> None:
         """A bar from 0 to ``value``; ``left`` and ``width`` in pixels."""
-        self.parts.append(f'<rect x="{left:.1f}" y="{self.y(value):.1f}" width="{width:.1f}" '
-                          f'height="{self.y(0) - self.y(value):.1f}" fill="{colour}"/>')
+        self.marks.append(_Rect(float(left), self.y(value), float(width), self.y(0) - self.y(value), colour))
 
     def key(self, left: float, top: float, colour: str, text: str) -> None:
         """A legend entry: a colour swatch and its text, in pixels."""
-        self.parts.append(f'<rect x="{left}" y="{top}" width="10" height="10" fill="{colour}"/>')
-        self.parts.append(f'<text x="{left + 14}" y="{top + 9}">{text}</text>')
+        self.marks += [_Rect(left, top, 10, 10, colour), _Text(left + 14, top + 9, text)]
 
     def slanted(self, x: float, text: str) -> None:
         """A category label under the plot, slanted; ``x`` in pixels."""
-        self.parts.append(f'<text x="{x:.1f}" y="{self.bottom + 14}" text-anchor="end" '
-                          f'transform="rotate(-30 {x:.1f} {self.bottom + 14})">{text}</text>')
+        self.marks.append(_Text(float(x), self.bottom + 14, text, anchor="end", rotate=-30))
 
     def svg(self) -> str:
-        return "\n".join([*self.parts, "</svg>"]) + "\n"
+        head = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
+                f'viewBox="0 0 {self.width} {self.height}" font-family="sans-serif" font-size="{FONT_SIZE}">',
+                '<rect width="100%" height="100%" fill="white"/>']
+        return "\n".join([*head, *(mark.svg() for mark in self.marks), "</svg>"]) + "\n"
+
+    def digest(self) -> str:
+        """What the chart draws, as one hash: the SHA-256 of its SVG."""
+        return hashlib.sha256(self.svg().encode()).hexdigest()
+
+    def png(self, scale: int = 2) -> bytes:
+        """The chart drawn ``scale`` times its size, carrying its ``digest`` (``png_source``)."""
+        canvas = _Canvas(Image.new("RGBA", (self.width * scale, self.height * scale), "white"), scale)
+        for mark in self.marks:
+            mark.draw(canvas)
+        info = PngImagePlugin.PngInfo()
+        info.add_text(PNG_SOURCE_KEY, self.digest())
+        out = io.BytesIO()
+        canvas.image.convert("RGB").save(out, format="PNG", pnginfo=info)
+        return out.getvalue()
 
 
-def write_figures(folder: Path, made: dict[str, str]) -> None:
-    """Make ``folder`` hold exactly the SVGs ``made`` (file name -> SVG): stale ones go."""
+def png_source(path: Path) -> str | None:
+    """The digest of the chart a PNG was drawn from (``Chart.png``); None for any other PNG."""
+    with Image.open(path) as image:
+        return image.text.get(PNG_SOURCE_KEY) if isinstance(image, PngImagePlugin.PngImageFile) else None
+
+
+def write_figures(folder: Path, made: dict[str, str | bytes]) -> None:
+    """Make ``folder`` hold exactly the figures ``made`` (file name -> SVG text or PNG bytes): stale
+    ones go."""
     folder.mkdir(exist_ok=True)
-    for stale in folder.glob("*.svg"):
+    for stale in [*folder.glob("*.svg"), *folder.glob("*.png")]:
         if stale.name not in made:
             stale.unlink()
-    for name, svg in made.items():
-        (folder / name).write_text(svg)
+    for name, content in made.items():
+        if isinstance(content, bytes):
+            (folder / name).write_bytes(content)
+        else:
+            (folder / name).write_text(content)

@@ -11,13 +11,14 @@ from ident3d.baselines.learning_curves import (
     END,
     FIGURES,
     PAGE,
-    curve_svg,
+    curve_chart,
     figures,
     keep_curves,
     load_curves,
     section,
 )
 from ident3d.baselines.train import read_log, train
+from ident3d.charts import png_source
 
 EXPERIMENT = """entry_prefix = "Test2026Curve"
 [budgets]
@@ -67,8 +68,11 @@ def test_a_runs_logged_evaluations_become_its_curve_figure_and_table(tmp_path):
     row = next(line for line in section([with_step, twin_step]).splitlines() if line.startswith("| mean |"))
     assert row.startswith(f"| mean | {100 * (first + 0.01):.1f} ± {100 * 0.02 / 2 ** 0.5:.1f} | — |")
 
-    svg = curve_svg(curve)
+    svg = curve_chart(curve).svg()
     assert svg.count("<polyline") == 10 and svg.count("<circle") == 30 and "logged to step 6 of 6" in svg
+    made = figures([curve, twin])  # the overview: one line per run, one key per group
+    assert set(made) == {"overview.png", "tiny-curve.png", "tiny-curve-s1.png"}
+    assert made["overview.png"].svg().count("<polyline") == 2 and "2 seeds" in made["overview.png"].svg()
     table = section([curve])
     assert "| latent | 300 | 600 | 1,200 | 2,400 | 4,800 | 7,200 |" in table
     assert table.count("| — | — | — | — | — | — |") == 11  # no step of the table was logged: mean + 10
@@ -80,8 +84,10 @@ def test_the_committed_figures_and_table_are_what_the_kept_curves_give():
     assert text[text.index(BEGIN):text.index(END) + len(END)] == section(curves), \
         "docs/cpu-track.md's learning curves are stale. Fix: " \
         "python -m ident3d.baselines.learning_curves --write"
-    drawn = {p.name: p.read_text() for p in FIGURES.glob("*.svg")} if FIGURES.exists() else {}
-    assert drawn == figures(curves)
+    drawn = {p.name: png_source(p) for p in FIGURES.glob("*.png")} if FIGURES.exists() else {}
+    assert drawn == {name: chart.digest() for name, chart in figures(curves).items()}, \
+        "docs/learning-curves/ is stale. Fix: python -m ident3d.baselines.learning_curves --write"
+    assert not list(FIGURES.glob("*.svg"))
 
 
 def test_an_aninfonce_runs_lambda_is_kept_and_drawn(tmp_path):
@@ -94,8 +100,8 @@ def test_an_aninfonce_runs_lambda_is_kept_and_drawn(tmp_path):
     curve = json.loads(curve_file.read_text())
     assert curve["points"] == [] and [p["step"] for p in curve["lambda"]] == [1, 2, 3, 4]
     assert all(len(p["precision"]) == 10 for p in curve["lambda"])
-    assert set(figures([curve])) == {"lambda-tiny-curve.svg"}
-    assert figures([curve])["lambda-tiny-curve.svg"].count("<polyline") == 10
+    assert set(figures([curve])) == {"lambda-tiny-curve.png"}
+    assert figures([curve])["lambda-tiny-curve.png"].svg().count("<polyline") == 10
     assert "learned Lambda per output feature at step 4: " in section([curve])
 
 

@@ -1,0 +1,59 @@
+"""The docs' charts (ident3d.charts): one chart drawn as SVG text and as a PNG, the PNG carrying the
+digest of what it draws, and a figures folder kept to exactly the figures made."""
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from ident3d.charts import PALETTE, Chart, png_source, write_figures
+
+
+def _chart() -> Chart:
+    chart = Chart("R² by step", x_max=10, y_max=1.0, width=200, height=120)
+    chart.y_grid([0.0, 0.5, 1.0], "{:.1f}")
+    chart.x_labels([0, 5, 10], "step")
+    chart.line([(0, 0.1), (5, 0.6), (10, 0.9)], PALETTE[0], dots=True)
+    chart.level(0.3, PALETTE[2])
+    chart.key(60, 20, PALETTE[1], "a key")
+    chart.slanted(100, "slanted")
+    return chart
+
+
+def test_a_chart_drawn_as_png_shows_its_marks_and_carries_its_digest(tmp_path):
+    chart = _chart()
+    png = chart.png(scale=2)
+    image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    assert image.shape == (240, 400, 3)
+    for colour in PALETTE[:3]:  # the line, the key's swatch and the dashed level are drawn in their colours
+        rgb = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        assert (image == rgb).all(axis=-1).sum() > 20, colour
+    assert (image < 80).all(axis=-1).sum() > 50  # dark text
+    (tmp_path / "chart.png").write_bytes(png)
+    assert png_source(tmp_path / "chart.png") == chart.digest()
+
+    moved = _chart()
+    moved.line([(0, 0.5), (10, 0.5)], PALETTE[3])
+    assert moved.digest() != chart.digest()  # a stale PNG is told by its digest, not by its pixels
+    Image.new("RGB", (4, 4)).save(tmp_path / "plain.png")
+    assert png_source(tmp_path / "plain.png") is None
+
+
+def test_the_svg_has_one_element_per_mark():
+    svg = _chart().svg()
+    assert svg.startswith("<svg ") and svg.endswith("</svg>\n")
+    assert svg.count("<polyline") == 1 and svg.count("<circle") == 3
+    assert svg.count('stroke-dasharray="5 4"') == 1 and 'transform="rotate(-30 100.0 94)"' in svg
+    assert '<text x="56" y="16" font-size="13">R² by step</text>' in svg
+
+
+def test_write_figures_keeps_exactly_the_figures_made(tmp_path):
+    folder = tmp_path / "figures"
+    folder.mkdir()
+    (folder / "old.svg").write_text("<svg/>")
+    (folder / "old.png").write_bytes(b"")
+    (folder / "notes.md").write_text("kept")
+    chart = _chart()
+    write_figures(folder, {"a.svg": chart.svg(), "a.png": chart.png()})
+    assert sorted(p.name for p in folder.iterdir()) == ["a.png", "a.svg", "notes.md"]
+    assert (folder / "a.svg").read_text() == chart.svg() and png_source(folder / "a.png") == chart.digest()
