@@ -75,6 +75,26 @@ def latents_table(groups: Mapping[str, list]) -> list[str]:
     return lines
 
 
+def renders_lines(groups: Mapping[str, list]) -> list[str]:
+    """Which render of each test split the entries were scored on (its manifest's sha256), with the
+    seed groups whose entries were: renders made on different machines pass the track's verification
+    but differ in bytes, and a run trained there used that machine's training split too."""
+    renders: dict[tuple[str, str], dict[str, set[str]]] = {}
+    for group, runs in groups.items():
+        for _, found in runs:
+            for entry in found.values():
+                key = (entry["dataset"], entry["result"]["dataset"].get("manifest_sha256") or "unrecorded")
+                renders.setdefault(key, {}).setdefault(group, set()).add(entry["id"])
+    lines = ["", "The test-split render each entry was scored on (`result.dataset.manifest_sha256`; renders "
+             "of a track on machines with other CPUs pass its verification but differ in bytes, and a run "
+             "trained on such a machine used its render of the training split as well):", ""]
+    for (dataset, sha), by_group in sorted(renders.items(), key=lambda item: (item[0][0], -len(item[1]))):
+        scored = ", ".join(f"{group} ({len(ids)} entr{'ies' if len(ids) > 1 else 'y'})"
+                           for group, ids in by_group.items())
+        lines.append(f"- `{dataset}` render `{sha[:12]}`: {scored}")
+    return lines
+
+
 def planned(groups: Mapping[str, list]) -> dict[str, list[Run]]:
     """The runs of the experiment file that have no entry yet, by seed group."""
     pending: dict[str, list[Run]] = {}
@@ -106,6 +126,7 @@ def section(entries: list[Mapping[str, Any]]) -> str:
         "Linear R² of each latent (ident3d-eval-v1, percent, negatives shown as 0, mean over the group's "
         "seeds):", "",
         *latents_table(groups),
+        *renders_lines(groups),
         *planned_lines(planned(groups)),
         END])
 
