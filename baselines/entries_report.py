@@ -78,7 +78,7 @@ def latents_table(groups: Mapping[str, list]) -> list[str]:
 def renders_lines(groups: Mapping[str, list]) -> list[str]:
     """Which render of each test split the entries were scored on (its manifest's sha256), with the
     seed groups whose entries were: renders made on different machines pass the track's verification
-    but differ in bytes, and a run trained there used that machine's training split too."""
+    but can differ in bytes, and a run trained there used that machine's training split too."""
     renders: dict[tuple[str, str], dict[str, set[str]]] = {}
     for group, runs in groups.items():
         for _, found in runs:
@@ -86,7 +86,7 @@ def renders_lines(groups: Mapping[str, list]) -> list[str]:
                 key = (entry["dataset"], entry["result"]["dataset"].get("manifest_sha256") or "unrecorded")
                 renders.setdefault(key, {}).setdefault(group, set()).add(entry["id"])
     lines = ["", "The test-split render each entry was scored on (`result.dataset.manifest_sha256`; renders "
-             "of a track on machines with other CPUs pass its verification but differ in bytes, and a run "
+             "of a track made on different machines pass its verification but can differ in bytes, and a run "
              "trained on such a machine used its render of the training split as well):", ""]
     for (dataset, sha), by_group in sorted(renders.items(), key=lambda item: (item[0][0], -len(item[1]))):
         scored = ", ".join(f"{group} ({len(ids)} entr{'ies' if len(ids) > 1 else 'y'})"
