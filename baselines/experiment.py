@@ -70,9 +70,10 @@ class Experiment:
     label: str = "baseline"  # in each entry's name: "<run> (<label>)"
 
     def select(self, only: list[str] | None, missing_ok: bool = False) -> list[Run]:
-        """The runs named in ``only`` (all when it is empty): a run folder's name selects that run
-        alone, so an entry's reproduce command trains that one run; any other name selects every seed of
-        the [[runs]] group of that name. A name of no run is an error unless ``missing_ok``."""
+        """The runs named in ``only`` (all when it is empty), in the order named (a run named twice
+        once): a run folder's name selects that run alone, so an entry's reproduce command trains that
+        one run; any other name selects every seed of the [[runs]] group of that name, in the file's
+        order. A name of no run is an error unless ``missing_ok``."""
         if not only:
             return list(self.runs)
         folders = {run.folder for run in self.runs}
@@ -81,8 +82,9 @@ class Experiment:
         if unknown and not missing_ok:
             raise ExperimentError(f"{self.source}: no run named {unknown[0]!r}. Fix: name one of "
                                   f"{', '.join(dict.fromkeys(run.group for run in self.runs))}.")
-        return [run for run in self.runs
-                if run.folder in only or (run.group in only and run.group not in folders)]
+        named = {run.folder: run for name in only for run in self.runs
+                 if run.folder == name or (run.group == name and name not in folders)}
+        return list(named.values())
 
     def data_root(self, out: Path, name: str) -> Path:
         return Path(out) / "data" / name
@@ -278,8 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("experiment", type=Path, help="the experiment file (baselines/cpu_track.toml)")
     parser.add_argument("out", type=Path, help="folder for the data, the runs and REPRODUCTION.md")
-    parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs: a run folder "
-                        "(NAME or NAME-sSEED) alone, or every seed of a [[runs]] name that is no folder")
+    parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs, in this order: a run "
+                        "folder (NAME or NAME-sSEED) alone, or every seed of a [[runs]] name that is no folder")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (the budgets stay; the numbers "
                                                         "then are not the entries')")
     parser.add_argument("--workers", type=int, default=2, help="render processes")

@@ -100,6 +100,9 @@ def test_a_run_folder_name_selects_that_run_alone_and_a_group_name_its_seeds():
         "v2-normal-box-s0", "v2-normal-box-s1", "v2-normal-box-s2"]
     assert [r.folder for r in experiment.select(["v2-normal-box-s1", "v2-pixels"])] == [
         "v2-normal-box-s1", "v2-pixels"]
+    # in the order named, not the file's (which lists normal-box before v2-pixels), each run once
+    assert [r.folder for r in experiment.select(["v2-pixels", "v2-normal-box", "v2-normal-box-s1"])] == [
+        "v2-pixels", "v2-normal-box-s0", "v2-normal-box-s1", "v2-normal-box-s2"]
     with pytest.raises(ExperimentError, match="no run named 'v2-normal-box-curve'"):
         experiment.select(["v2-normal-box-curve"])
     assert experiment.select(["v2-normal-box-curve"], missing_ok=True) == []
