@@ -280,8 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("experiment", type=Path, help="the experiment file (baselines/cpu_track.toml)")
     parser.add_argument("out", type=Path, help="folder for the data, the runs and REPRODUCTION.md")
-    parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs, in this order: a run "
-                        "folder (NAME or NAME-sSEED) alone, or every seed of a [[runs]] name that is no folder")
+    parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs, in this order: "
+                        "a run folder (NAME or NAME-sSEED) alone, or every seed of a [[runs]] name that "
+                        "is no folder")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (the budgets stay; the numbers "
                                                         "then are not the entries')")
     parser.add_argument("--workers", type=int, default=2, help="render processes")
