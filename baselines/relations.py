@@ -217,11 +217,11 @@ def relation_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, A
     verdicts = [decide(r, here) for r in RELATIONS]
     enough = sorted(name for name, by in here.items() if by["linear_r2"].n >= MIN_SEEDS)
     undecided = verdicts.count("not decidable at this budget")
-    lines += ["", f"Here: {verdicts.count('holds')} of {len(RELATIONS)} relations hold, "
-              f"{verdicts.count('does not hold')} do not, {undecided} are not decidable at this budget "
+    lines += ["", f"The verdicts here, of {len(RELATIONS)} relations: holds {verdicts.count('holds')}, "
+              f"does not hold {verdicts.count('does not hold')}, not decidable at this budget {undecided} "
               f"(arms with {MIN_SEEDS} seeds or more: {', '.join(enough) or 'none'}); "
-              "the paper's numbers, by the same rule: "
-              f"{[decide(r, paper) for r in RELATIONS].count('holds')} of {len(RELATIONS)} hold."]
+              "on the paper's numbers, by the same rule: "
+              f"holds {[decide(r, paper) for r in RELATIONS].count('holds')} of {len(RELATIONS)}."]
     return lines
 
 
