@@ -14,7 +14,7 @@ sends a stretch of each hue to one colour.
 from __future__ import annotations
 
 from ident3d.baselines.experiment import load_experiment
-from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, PAGE, Arm, arm_of, interval
+from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, PAGE, Arm, arm_of, difference_text
 from ident3d.generated_blocks import section_command
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 from ident3d.variants import get_variant
@@ -49,17 +49,6 @@ def _cell(arm: Arm | None) -> str:
     return "not measured" if arm is None else f"{100 * arm.mean:.2f} (n={arm.n})"
 
 
-def _difference(legacy: Arm | None, v2: Arm | None) -> str:
-    if legacy is None or v2 is None:
-        return "not measured"
-    found = interval(legacy, v2)
-    if found is None:
-        return f"{100 * (legacy.mean - v2.mean):+.2f}; not decidable at this budget"
-    diff, low, high = found
-    word = "lower" if high < 0 else "higher" if low > 0 else "not decidable at this budget"
-    return f"{100 * diff:+.2f} [{100 * low:+.2f}, {100 * high:+.2f}]; {word}"
-
-
 def section(entries: list[dict]) -> str:
     ceilings = readout_ceilings(get_variant("legacy"))
     arms = hue_arms(entries)
@@ -74,8 +63,10 @@ def section(entries: list[dict]) -> str:
     for hue in HUES:
         for readout, name in READOUTS.items():
             key = (hue, readout)
+            both = key in legacy and key in v2
+            difference = difference_text(legacy[key], v2[key]) if both else "not measured"
             lines.append(f"| {hue} | {name} | {100 * ceilings[hue]:.2f} | {_cell(legacy.get(key))} | "
-                         f"{_cell(v2.get(key))} | {_difference(legacy.get(key), v2.get(key))} |")
+                         f"{_cell(v2.get(key))} | {difference} |")
     cap = sum(1 - c for c in ceilings.values()) / len(ceilings)
     lines += ["", f"The plateaus alone can lower the mean R² over the ten latents by at most {100 * cap:.2f} "
               "points; what the images hide does not explain a loss larger than that.", END]

@@ -106,6 +106,17 @@ def interval(a: Arm, b: Arm) -> tuple[float, float, float] | None:
     return diff, diff - half, diff + half
 
 
+def difference_text(a: Arm, b: Arm) -> str:
+    """a - b in points with its interval and which way it goes: "higher", "lower" or "not decidable
+    at this budget" (an interval across 0, or fewer than MIN_SEEDS seeds per arm)."""
+    found = interval(a, b)
+    if found is None:
+        return f"{100 * (a.mean - b.mean):+.2f}; not decidable at this budget"
+    diff, low, high = found
+    word = "lower" if high < 0 else "higher" if low > 0 else "not decidable at this budget"
+    return f"{100 * diff:+.2f} [{100 * low:+.2f}, {100 * high:+.2f}]; {word}"
+
+
 def verdict(kind: str, found: tuple[float, float, float] | None) -> str:
     if found is None:
         return "not decidable at this budget"

@@ -1,0 +1,171 @@
+"""AnInfoNCE on the CPU track, computed from leaderboard entries and the Lambda the runs logged.
+
+    python -m ident3d.baselines.anisotropy            # print the section
+    python -m ident3d.baselines.anisotropy --write    # write it into docs/cpu-track.md
+
+Rusak et al. (AISTATS 2025): when positives vary each latent by a different amount, AnInfoNCE
+(InfoNCE on L2-normalised outputs with a learned diagonal precision Lambda) recovers the latents up
+to permutation and learns the precisions' order, where InfoNCE with one precision for every latent
+does not (their controlled experiment; docs/synthetic.md rows A.1-A.4). Here three arms train on the
+same exactly rendered pairs (data set ``v2pairs-moderate`` of ``baselines/cpu_track.toml``: one
+distinct scale per latent) and are scored under ident3d-eval-v1: AnInfoNCE (``aninfonce-sphere``), its
+isotropic control (``aninfonce-isotropic-sphere``) and L2 InfoNCE on Unbounded outputs
+(``normal-unbounded``). Each difference of seed means gets a 95% Welch t interval and a direction only
+with at least ``MIN_SEEDS`` seeds per arm (``relations``' rule), in linear R², kernel R² and MCC. The
+learned Lambda is the last one a run logged (kept in ``baselines/curves/RUN.json`` by
+``ident3d.baselines.learning_curves``), each latent given the precision of the output feature the
+evaluator matched to it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+
+from scipy.stats import spearmanr
+
+from ident3d.baselines.config import load_preset
+from ident3d.baselines.experiment import load_experiment
+from ident3d.baselines.learning_curves import CURVES
+from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, PAGE, Arm, arm_of, difference_text
+from ident3d.generated_blocks import section_command
+from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+from ident3d.variants import FACTOR_NAMES
+
+BEGIN = "<!-- anisotropy:begin (python -m ident3d.baselines.anisotropy --write) -->"
+END = "<!-- anisotropy:end -->"
+PROTOCOL, DATA = "ident3d-eval-v1", "v2pairs-moderate"
+ANINFONCE, ISOTROPIC, L2 = "aninfonce-sphere", "aninfonce-isotropic-sphere", "normal-unbounded"
+ARMS = {ANINFONCE: "AnInfoNCE", ISOTROPIC: "isotropic control", L2: "L2 InfoNCE, Unbounded"}
+METRICS = {"linear_r2": "linear R²", "nonlinear_r2": "kernel R²", "mcc_pearson": "MCC"}
+
+
+@dataclass
+class Seeds:
+    """One arm's entries: their metrics, per-latent results, and each seed's learned Lambda per latent."""
+
+    metrics: dict[str, list[float]] = field(default_factory=dict)
+    per_latent: list[list[dict]] = field(default_factory=list)
+    precision: list[tuple[int, list[float]]] = field(default_factory=list)  # (step, Lambda by latent)
+
+
+def learned_precision(curve: dict, matching: list[int]) -> tuple[int, list[float]]:
+    """The last Lambda a run logged, entry i belonging to latent i through the evaluator's matching of
+    output features to latents; an isotropic run's one value stands for every latent."""
+    last = curve["lambda"][-1]
+    values = last["precision"] * len(matching) if len(last["precision"]) == 1 else last["precision"]
+    return last["step"], [values[feature] for feature in matching]
+
+
+def arm_seeds(entries: list[dict]) -> dict[str, Seeds]:
+    """Per preset of the runs on ``DATA``: the verified ident3d-eval-v1 entries of its seeds."""
+    experiment = load_experiment(EXPERIMENT)
+    prefix = experiment.entry_prefix + "_"
+    runs = {run.folder: run for run in experiment.runs if run.data == DATA}
+    out: dict[str, Seeds] = {}
+    for entry in sorted(entries, key=lambda e: e["id"]):
+        folder = entry["id"].removeprefix(prefix)
+        if entry["protocol"] != PROTOCOL or folder not in runs or not entry["id"].startswith(prefix):
+            continue
+        seeds = out.setdefault(runs[folder].preset, Seeds())
+        for metric in METRICS:
+            seeds.metrics.setdefault(metric, []).append(entry["metrics"][metric])
+        seeds.per_latent.append(entry["result"]["per_latent"])
+        curve = CURVES / f"{folder}.json"
+        if curve.exists() and json.loads(curve.read_text())["lambda"]:
+            seeds.precision.append(learned_precision(json.loads(curve.read_text()),
+                                                     entry["result"]["matching"]))
+    return out
+
+
+def _arm(arms: dict[str, Seeds], preset: str, metric: str) -> Arm | None:
+    seeds = arms.get(preset)
+    return arm_of(preset, seeds.metrics[metric]) if seeds else None
+
+
+def _mean_sd(arm: Arm | None) -> str:
+    if arm is None:
+        return "not measured"
+    return f"{100 * arm.mean:.2f}" + ("" if arm.sd is None else f" ± {100 * arm.sd:.2f}")
+
+
+def _latent_mean(seeds: Seeds | None, k: int, readout: str) -> str:
+    if seeds is None:
+        return "–"
+    return f"{100 * statistics.fmean(p[k][readout] for p in seeds.per_latent):.1f}"
+
+
+def arms_lines(arms: dict[str, Seeds]) -> list[str]:
+    lines = ["| arm | preset | seeds | linear R² | kernel R² | MCC |", "|---|---|---:|---:|---:|---:|"]
+    for preset, name in ARMS.items():
+        n = len(arms[preset].per_latent) if preset in arms else 0
+        lines.append(f"| {name} | `{preset}` | {n} | "
+                     + " | ".join(_mean_sd(_arm(arms, preset, m)) for m in METRICS) + " |")
+    return lines
+
+
+def differences_lines(arms: dict[str, Seeds]) -> list[str]:
+    lines = ["| difference | " + " | ".join(METRICS.values()) + " |", "|---|---|---|---|"]
+    for other in (ISOTROPIC, L2):
+        cells = []
+        for metric in METRICS:
+            a, b = _arm(arms, ANINFONCE, metric), _arm(arms, other, metric)
+            cells.append("not measured" if a is None or b is None else difference_text(a, b))
+        lines.append(f"| AnInfoNCE - {ARMS[other]} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def latent_lines(arms: dict[str, Seeds], scale: list[float]) -> list[str]:
+    """Each latent's positive scale, AnInfoNCE's learned Lambda and every arm's R² (seed means)."""
+    learned = arms[ANINFONCE].precision if ANINFONCE in arms else []
+    lines = ["| latent | positive scale | Lambda (AnInfoNCE) | linear R²: AnInfoNCE / isotropic / L2 "
+             "| kernel R²: AnInfoNCE / isotropic / L2 |", "|---|---:|---:|---|---|"]
+    for k, factor in enumerate(FACTOR_NAMES):
+        lam = f"{statistics.fmean(p[k] for _, p in learned):.3g}" if learned else "–"
+        r2 = [" / ".join(_latent_mean(arms.get(p), k, readout) for p in ARMS)
+              for readout in ("linear_r2", "nonlinear_r2")]
+        lines.append(f"| {factor} | {scale[k]:g} | {lam} | {r2[0]} | {r2[1]} |")
+    return lines
+
+
+def precision_lines(arms: dict[str, Seeds], scale: list[float]) -> list[str]:
+    """How well each AnInfoNCE seed's Lambda orders the latents as their true precisions 1/scale² do."""
+    learned = arms[ANINFONCE].precision if ANINFONCE in arms else []
+    if not learned:
+        return ["No AnInfoNCE run has a logged Lambda yet."]
+    truth = [1 / s ** 2 for s in scale]
+    rhos = [spearmanr(p, truth).statistic for _, p in learned]
+    shared = [p[0] for _, p in arms[ISOTROPIC].precision] if ISOTROPIC in arms else []
+    text = (f"Rank correlation (Spearman) of each AnInfoNCE seed's learned Lambda (step "
+            f"{', '.join(f'{step:,}' for step, _ in learned)}) with the true precisions 1/scale²: "
+            f"{', '.join(f'{rho:+.2f}' for rho in rhos)}. A latent no seed reads is matched to an "
+            "arbitrary feature, so its Lambda says nothing about that latent.")
+    if shared:
+        text += f" The isotropic control's one learned precision: {', '.join(f'{v:.3g}' for v in shared)}."
+    return [text]
+
+
+def section(entries: list[dict]) -> str:
+    arms = arm_seeds(entries)
+    scale = list(load_preset(ANINFONCE).scale)
+    return "\n".join([
+        BEGIN,
+        f"The three arms on the same {DATA} pairs ({PROTOCOL}, mean ± sample sd over seeds):", "",
+        *arms_lines(arms), "",
+        f"AnInfoNCE minus each other arm: the difference of the seed means with its 95% Welch t interval "
+        f"(a direction needs {MIN_SEEDS} seeds per arm):", "",
+        *differences_lines(arms), "",
+        "Per latent (seed means, percent):", "",
+        *latent_lines(arms, scale), "",
+        *precision_lines(arms, scale),
+        END])
+
+
+def main(argv: list[str] | None = None) -> int:
+    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
+                           BEGIN, END, PAGE)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
