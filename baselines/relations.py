@@ -236,6 +236,25 @@ def relation_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, A
     return lines
 
 
+def summary_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, Arm]]) -> list[str]:
+    """One row per relation: the difference here on the claim's metric with its interval, the verdict
+    here and the verdict on the paper's numbers (the README's summary of ``relation_lines``)."""
+    lines = ["| relation (the paper's claim) | metric | here: a - b [95% interval] | verdict here "
+             "| verdict on the paper's numbers |", "|---|---|---|---|---|"]
+    for relation in RELATIONS:
+        pair = _pair(relation, here, relation.metric)
+        found = interval(*pair) if pair else None
+        if pair is None:
+            difference = "not measured"
+        else:
+            names = " - ".join(_resolve(name, here) for name in (relation.a, relation.b))
+            difference = f"{names}: {100 * (pair[0].mean - pair[1].mean):+.2f}"
+            difference += f" [{100 * found[1]:+.2f}, {100 * found[2]:+.2f}]" if found else ""
+        lines.append(f"| {relation.claim} | {METRICS[relation.metric]} | {difference} | "
+                     f"{decide(relation, here)} | {decide(relation, paper)} |")
+    return lines
+
+
 def _table(relations: tuple[Relation, ...], arms: dict[str, dict[str, Arm]], head: str) -> list[str]:
     lines = [f"| {head} | metric | here |", "|---|---|---|"]
     for relation in relations:

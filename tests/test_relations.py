@@ -14,6 +14,7 @@ from ident3d.baselines.relations import (
     interval,
     original_lines,
     section,
+    summary_lines,
     verdict,
 )
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
@@ -60,3 +61,28 @@ def test_each_original_row_is_set_against_its_variant_with_an_interval():
     assert "laplace-box-original 60.00 (n=2) vs laplace-box 60.00 (n=3): difference +0.00; " \
            "**not decidable at this budget**" in text  # two seeds
     assert text.count("not measured") == 4  # two rows x two metrics not run
+
+
+def test_the_readme_summary_is_what_the_entries_give():
+    from ident3d.baselines import relations_readme
+    from ident3d.generated_blocks import README
+
+    text = README.read_text()
+    begin, end = relations_readme.BEGIN, relations_readme.END
+    start, end = text.index(begin), text.index(end) + len(end)
+    assert text[start:end] == relations_readme.section(load_entries(ENTRIES_DIR)), \
+        "README.md's relations summary is stale. Fix: python -m ident3d.baselines.relations_readme --write"
+
+
+def test_the_summary_names_the_arms_of_each_difference_and_both_verdicts():
+    def arm(name, mean, n=3):
+        return {"linear_r2": Arm(name, mean, 0.01, n), "mcc_pearson": Arm(name, mean, 0.01, n)}
+
+    here = {"supervised": arm("supervised", 0.95), "normal-box": arm("normal-box", 0.60),
+            "normal-unbounded": arm("normal-unbounded", 0.70, n=2)}
+    rows = summary_lines(here, here)
+    close = next(row for row in rows if row.startswith("| Contrastive learning comes close"))
+    # the best contrastive arm by R² is normal-unbounded, with two seeds: no interval, no verdict
+    assert "| supervised - normal-unbounded: +25.00 | not decidable at this budget |" in close
+    sphere = next(row for row in rows if row.startswith("| Sphere reads less than Box"))
+    assert sphere.endswith("| not measured | not measured | not measured |")

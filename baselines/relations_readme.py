@@ -1,0 +1,50 @@
+"""The README's summary of the relations of the paper's Table 4 on the CPU track, computed from
+leaderboard entries (the full table, with both metrics per relation, is in docs/cpu-track.md).
+
+    python -m ident3d.baselines.relations_readme            # print the block
+    python -m ident3d.baselines.relations_readme --write    # write it into README.md
+"""
+
+from __future__ import annotations
+
+from ident3d.baselines.relations import (
+    LEVEL,
+    MIN_SEEDS,
+    PROTOCOL,
+    RELATIONS,
+    TRACK,
+    arms_here,
+    arms_paper,
+    decide,
+    summary_lines,
+)
+from ident3d.generated_blocks import README, section_command
+from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+
+BEGIN = "<!-- relations-readme:begin (python -m ident3d.baselines.relations_readme --write) -->"
+END = "<!-- relations-readme:end -->"
+
+
+def section(entries: list[dict]) -> str:
+    here, paper = arms_here(entries), arms_paper(entries)
+    verdicts = [decide(r, here) for r in RELATIONS]
+    return "\n".join([
+        BEGIN,
+        f"Each relation of Table 4 as the paper states it, on the CPU track's verified entries ({TRACK}, "
+        f"protocol {PROTOCOL}): the difference of the seed means in points with its 95% Welch t interval; "
+        f"a verdict needs {MIN_SEEDS} seeds per arm (\"level\": the interval within ±{100 * LEVEL:.0f} "
+        "points). The paper's own numbers are judged by the same rule.", "",
+        *summary_lines(here, paper), "",
+        f"Of {len(RELATIONS)} relations: holds {verdicts.count('holds')}, does not hold "
+        f"{verdicts.count('does not hold')}, not decidable at this budget "
+        f"{verdicts.count('not decidable at this budget')}.",
+        END])
+
+
+def main(argv: list[str] | None = None) -> int:
+    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
+                           BEGIN, END, README)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
