@@ -1,6 +1,7 @@
 """Losses against values computed by hand; output spaces; presets; batch sources."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -130,6 +131,12 @@ def test_every_preset_is_a_valid_config(name):
     assert config.preset == name and config.data == "/data"
     if name != "smoke":  # the original's optimisation defaults (docs/facts.md, "Training")
         assert (config.batch_size, config.lr, config.iterations) == (512, 1e-4, 30_000)
+
+
+def test_every_preset_has_a_row_in_the_training_docs():
+    table = (Path(__file__).resolve().parent.parent / "docs" / "training.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`") for line in table.splitlines() if line.startswith("| `")}
+    assert set(preset_names()) <= rows, "docs/training.md lacks a row for a preset. Fix: add it to the table"
 
 
 def test_presets_match_table_4():
