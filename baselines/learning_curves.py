@@ -132,14 +132,16 @@ def lambda_chart(curve: dict[str, Any]) -> Chart:
     steps = [p["step"] for p in curve["lambda"]]
     values = [p["precision"] for p in curve["lambda"]]
     top = max(max(v) for v in values) * 1.1
-    chart = Chart(f"{curve['run']}: learned Lambda per output feature ({curve['preset']}; logged to step "
-                  f"{curve['last_step']:,} of {curve['budget']['steps']:,})", x_max=curve["budget"]["steps"],
-                  y_max=top)
+    chart = Chart(f"{curve['run']}: learned Lambda per output feature (to step {curve['last_step']:,} of "
+                  f"{curve['budget']['steps']:,})", x_max=curve["budget"]["steps"],
+                  y_max=top, width=720, height=380, margins=(44, 12, 64, 40), title_size=12)
     chart.y_grid(ticks(top), "{:g}")
     chart.x_labels(ticks(curve["budget"]["steps"], 6), "training step")
     for feature in range(len(values[0])):
-        chart.line([(s, v[feature]) for s, v in zip(steps, values, strict=True)],
-                   PALETTE[feature % len(PALETTE)] if len(values[0]) > 1 else "#555")
+        colour = PALETTE[feature % len(PALETTE)] if len(values[0]) > 1 else "#555"
+        name = f"feature {feature}" if len(values[0]) > 1 else "the shared precision"
+        chart.key(chart.left + 132 * (feature % 5), 24 + 16 * (feature // 5), colour, name)
+        chart.line([(s, v[feature]) for s, v in zip(steps, values, strict=True)], colour)
     return chart
 
 

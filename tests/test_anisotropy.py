@@ -43,10 +43,12 @@ def test_three_seeds_per_arm_give_intervals_and_the_learned_order_is_ranked(tmp_
     entries = []
     for seed in range(3):
         run = f"v2pairs-moderate-aninfonce-sphere-s{seed}"
-        entries.append(_entry(run, 0.60 + 0.01 * seed, 0.50 + 0.01 * seed, [0.6] * 10, reversed_matching))
+        read = [0.6] * 6 + [0.1] * 4  # six latents read, four not
+        entries.append(_entry(run, 0.60 + 0.01 * seed, 0.50 + 0.01 * seed, read, reversed_matching))
         # the features hold the precisions in reverse latent order; the matching undoes it
         (tmp_path / f"{run}.json").write_text(json.dumps(
-            {"lambda": [{"step": 1200, "precision": truth[::-1]}]}))
+            {"lambda": [{"step": 1000, "precision": [p / 2 for p in truth[::-1]]},
+                        {"step": 1200, "precision": truth[::-1]}]}))
         iso = f"v2pairs-moderate-aninfonce-isotropic-sphere-s{seed}"
         entries.append(_entry(iso, 0.60 + 0.01 * seed, 0.30 + 0.01 * seed, [0.5] * 10, list(range(10))))
         (tmp_path / f"{iso}.json").write_text(json.dumps({"lambda": [{"step": 1200, "precision": [7.5]}]}))
@@ -60,8 +62,10 @@ def test_three_seeds_per_arm_give_intervals_and_the_learned_order_is_ranked(tmp_
     assert row.endswith("| +20.00 [+17.73, +22.27]; higher |")
     l2 = next(line for line in text.splitlines() if line.startswith("| AnInfoNCE - L2 InfoNCE"))
     assert "not decidable at this budget" in l2  # one seed of the L2 arm: no direction
-    assert "| ground_hue | 0.134 | 55.7 | 60.0 / 50.0 / 40.0 | 65.0 / 55.0 / 45.0 |" in text
-    assert "(step 1,200, 1,200, 1,200) with the true precisions 1/scale²: +1.00, +1.00, +1.00." in text
+    assert "| ground_hue | 0.134 | 55.7 | 10.0 / 50.0 / 40.0 | 15.0 / 55.0 / 45.0 |" in text
+    assert "(step 1,200, 1,200, 1,200) with the true precisions 1/scale²: +1.00, +1.00, +1.00 over the ten " \
+        "latents; +1.00 (6 latents), +1.00 (6 latents), +1.00 (6 latents) over the latents the seed reads" in text
+    assert "still changed by up to 100, 100, 100 percent" in text  # doubled over the last 200 steps
     assert "one learned precision: 7.5, 7.5, 7.5." in text
 
 
