@@ -19,6 +19,7 @@ from typing import Any
 
 from scipy.stats import spearmanr
 
+from ident3d.baselines.anisotropy import learned_precision as matched_precision
 from ident3d.baselines.relations import arms_of, arms_paper, relation_lines
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 from ident3d.manifest import read_manifest
@@ -135,11 +136,10 @@ def summarize(out: Path) -> str:
 
 
 def learned_precision(run: dict[str, Any]) -> list[float]:
-    """The last logged Lambda of a run, reordered so that entry i belongs to latent i (through the
-    evaluator's matching of features to latents)."""
-    last = [r["precision"] for r in run["log"] if "precision" in r][-1]
-    last = last * run["config"]["latent_dim"] if len(last) == 1 else last  # isotropic: one shared value
-    return [last[feature] for feature in run["v1"]["matching"]]
+    """The last Lambda a run logged, entry i belonging to latent i (``anisotropy.learned_precision``)."""
+    logged = {"lambda": [{"step": r["step"], "precision": r["precision"]}
+                         for r in run["log"] if "precision" in r]}
+    return matched_precision(logged, run["v1"]["matching"])[1]
 
 
 def anisotropic_section(by_group: dict, runs: dict) -> list[str]:
