@@ -20,6 +20,7 @@ evaluator matched to it.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import dataclass, field
 
@@ -143,6 +144,11 @@ def latent_lines(arms: dict[str, Seeds], scale: list[float]) -> list[str]:
     return lines
 
 
+def _percents(changes: list[float]) -> str:
+    """Relative changes as whole percents, – for a run that logged too few steps to have one."""
+    return ", ".join("–" if math.isnan(c) else f"{100 * c:.0f}" for c in changes)
+
+
 def precision_lines(arms: dict[str, Seeds], scale: list[float]) -> list[str]:
     """How well each AnInfoNCE seed's Lambda orders the latents as their true precisions 1/scale² do."""
     seeds = arms.get(ANINFONCE)
@@ -156,17 +162,20 @@ def precision_lines(arms: dict[str, Seeds], scale: list[float]) -> list[str]:
         rho = f"{spearmanr([learned[k] for k in read], [truth[k] for k in read]).statistic:+.2f}" \
             if len(read) > 2 else "–"
         rhos_read.append(f"{rho} ({len(read)} latents)")
-    shared = [p[0] for _, p in arms[ISOTROPIC].precision] if ISOTROPIC in arms else []
+    control = arms.get(ISOTROPIC, Seeds())
+    shared = [p[0] for _, p in control.precision]
     text = (f"Rank correlation (Spearman) of each AnInfoNCE seed's learned Lambda (step "
             f"{', '.join(f'{step:,}' for step, _ in seeds.precision)}) with the true precisions 1/scale²: "
             f"{', '.join(rhos)} over the ten latents; {', '.join(rhos_read)} over the latents the seed "
             f"reads (linear R² of {100 * READ:.0f} percent or more). A latent a seed does not read is "
             "matched to an arbitrary feature, so its Lambda says nothing about that latent. Over the last "
             f"{DRIFT_STEPS} logged steps the learned precisions still changed by up to "
-            f"{', '.join(f'{100 * d:.0f}' for d in seeds.drift)} percent (per seed, the largest relative "
+            f"{_percents(seeds.drift)} percent (per seed, the largest relative "
             "change of any of them).")
     if shared:
-        text += f" The isotropic control's one learned precision: {', '.join(f'{v:.3g}' for v in shared)}."
+        text += (f" The isotropic control's one learned precision: {', '.join(f'{v:.3g}' for v in shared)}, "
+                 f"changed over the last {DRIFT_STEPS} logged steps by "
+                 f"{_percents(control.drift)} percent.")
     return [text]
 
 

@@ -127,12 +127,18 @@ def overview_chart(groups: dict[str, list[dict[str, Any]]]) -> Chart:
     return chart
 
 
+def _learned(curve: dict[str, Any]) -> str:
+    """What a run's logged precision is: one per output feature (AnInfoNCE) or one shared by all."""
+    return "learned Lambda per output feature" if len(curve["lambda"][0]["precision"]) > 1 \
+        else "learned precision shared by every feature"
+
+
 def lambda_chart(curve: dict[str, Any]) -> Chart:
     """Each learned precision of an AnInfoNCE run (one line per output feature, unmatched) by step."""
     steps = [p["step"] for p in curve["lambda"]]
     values = [p["precision"] for p in curve["lambda"]]
     top = max(max(v) for v in values) * 1.1
-    chart = Chart(f"{curve['run']}: learned Lambda per output feature (to step {curve['last_step']:,} of "
+    chart = Chart(f"{curve['run']}: {_learned(curve)} (to step {curve['last_step']:,} of "
                   f"{curve['budget']['steps']:,})", x_max=curve["budget"]["steps"],
                   y_max=top, width=720, height=380, margins=(44, 12, 64, 40), title_size=12)
     chart.y_grid(ticks(top), "{:g}")
@@ -186,7 +192,7 @@ def section(curves: list[dict[str, Any]]) -> str:
     for curve in curves:
         if curve["lambda"]:
             final = ", ".join(f"{v:.2f}" for v in curve["lambda"][-1]["precision"])
-            lines += [f"**{curve['run']}**: learned Lambda per output feature at step "
+            lines += [f"**{curve['run']}**: {_learned(curve)} at step "
                       f"{curve['lambda'][-1]['step']:,}: {final}. Trajectory: "
                       f"[learning-curves/lambda-{curve['run']}.png](learning-curves/lambda-{curve['run']}.png).",
                       ""]

@@ -51,7 +51,8 @@ def test_three_seeds_per_arm_give_intervals_and_the_learned_order_is_ranked(tmp_
                         {"step": 1200, "precision": truth[::-1]}]}))
         iso = f"v2pairs-moderate-aninfonce-isotropic-sphere-s{seed}"
         entries.append(_entry(iso, 0.60 + 0.01 * seed, 0.30 + 0.01 * seed, [0.5] * 10, list(range(10))))
-        (tmp_path / f"{iso}.json").write_text(json.dumps({"lambda": [{"step": 1200, "precision": [7.5]}]}))
+        (tmp_path / f"{iso}.json").write_text(json.dumps(
+            {"lambda": [{"step": 1000, "precision": [5.0]}, {"step": 1200, "precision": [7.5]}]}))
     entries.append(_entry("v2pairs-moderate-normal-unbounded-s0", 0.4, 0.2, [0.4] * 10, list(range(10))))
     entries.append(_entry("v2-normal-box-s0", 0.9, 0.9, [0.9] * 10, list(range(10))))  # another data set
 
@@ -68,7 +69,8 @@ def test_three_seeds_per_arm_give_intervals_and_the_learned_order_is_ranked(tmp_
         "seed reads"
     assert ranked in text
     assert "still changed by up to 100, 100, 100 percent" in text  # doubled over the last 200 steps
-    assert "one learned precision: 7.5, 7.5, 7.5." in text
+    assert "one learned precision: 7.5, 7.5, 7.5, changed over the last 200 logged steps by 50, 50, 50 " \
+        "percent." in text
 
 
 @pytest.mark.parametrize("preset", ["aninfonce-sphere", "aninfonce-isotropic-sphere"])

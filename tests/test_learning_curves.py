@@ -103,6 +103,8 @@ def test_an_aninfonce_runs_lambda_is_kept_and_drawn(tmp_path):
     assert set(figures([curve])) == {"lambda-tiny-curve.png"}
     assert figures([curve])["lambda-tiny-curve.png"].svg().count("<polyline") == 10
     assert "learned Lambda per output feature at step 4: " in section([curve])
+    shared = {**curve, "lambda": [{"step": 4, "precision": [3.0]}]}  # an isotropic run's one precision
+    assert "learned precision shared by every feature at step 4: 3.00." in section([shared])
 
 
 def test_a_kept_curve_may_not_name_a_file_outside_its_folder(tmp_path):
