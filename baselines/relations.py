@@ -236,12 +236,13 @@ def relation_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, A
     return lines
 
 
-def summary_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, Arm]]) -> list[str]:
+def summary_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, Arm]],
+                  relations: tuple[Relation, ...] = RELATIONS) -> list[str]:
     """One row per relation: the difference here on the claim's metric with its interval, the verdict
     here and the verdict on the paper's numbers (the README's summary of ``relation_lines``)."""
     lines = ["| relation (the paper's claim) | metric | here: a - b [95% interval] | verdict here "
              "| verdict on the paper's numbers |", "|---|---|---|---|---|"]
-    for relation in RELATIONS:
+    for relation in relations:
         pair = _pair(relation, here, relation.metric)
         found = interval(*pair) if pair else None
         if pair is None:

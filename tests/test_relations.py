@@ -6,6 +6,7 @@ import pytest
 from ident3d.baselines.relations import (
     BEGIN,
     END,
+    EXACT,
     PAGE,
     RELATIONS,
     Arm,
@@ -86,3 +87,8 @@ def test_the_summary_names_the_arms_of_each_difference_and_both_verdicts():
     assert "| supervised - normal-unbounded: +25.00 | not decidable at this budget |" in close
     sphere = next(row for row in rows if row.startswith("| Sphere reads less than Box"))
     assert sphere.endswith("| not measured | not measured | not measured |")
+    exact = summary_lines({"laplace-box": arm("laplace-box", 0.58), "normal-box": arm("normal-box", 0.60)},
+                          here, EXACT)
+    assert len(exact) == 3
+    assert "on exactly rendered pairs | R² | laplace-box - normal-box: -2.00 [" in exact[2]
+    assert exact[2].endswith("| holds | not measured |")  # the paper's arms: no laplace-box in `here`
