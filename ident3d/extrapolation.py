@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ident3d.metrics import transfer_r2
+from ident3d.metrics import latent_variance, transfer_r2
 
 HELD_OUT = 0.5
 
@@ -34,7 +34,7 @@ def _scores(z_fit, h_fit, z_score, h_score, fit_rows, score_rows, latents, kerne
 def readout_extrapolation(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,
                           kernel: list[dict[str, float]], names: list[str]) -> dict[str, Any]:
     """Per latent and mean extrapolation R², and the composition corners (see the module docstring)."""
-    variance = z_score.var(0)
+    variance = latent_variance(z_score)
     per_latent = []
     for j, name in enumerate(names):
         fit_rows, score_rows = z_fit[:, j] <= HELD_OUT, z_score[:, j] > HELD_OUT

@@ -35,6 +35,13 @@ def r2_per_latent(z: np.ndarray, prediction: np.ndarray) -> np.ndarray:
     return np.where(constant, exact, 1.0 - residual / np.where(constant, 1.0, total))
 
 
+def latent_variance(z: np.ndarray) -> np.ndarray:
+    """Variance of each column, exactly 0 for a constant column: decided from the values, since the
+    variance of a constant whose mean is not exact in floating point is rounding noise (about 1e-33),
+    and an R² against it would read that noise."""
+    return np.where(z.max(0) == z.min(0), 0.0, z.var(0))
+
+
 def affine_predict(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray) -> np.ndarray:
     """Predictions on ``h_score`` of the affine least-squares read-out from ``h_fit`` to ``y_fit``."""
     design = np.hstack([h_fit, np.ones((len(h_fit), 1))]).astype(np.float64)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ident3d.metrics import transfer_r2
+from ident3d.metrics import latent_variance, transfer_r2
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def ood_scores(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_scor
                splits: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
     """In-distribution and per-OOD-split linear and kernel R² (means and per latent); ``splits``
     maps a split's name to its (latents, features)."""
-    variance = z_score.var(0)
+    variance = latent_variance(z_score)
     reference = _per_latent(z_fit, h_fit, z_score, h_score, kernel, variance, names)
     out = []
     for split, (z, h) in splits.items():

@@ -66,7 +66,7 @@ COMPANIONS = {p.name: p for p in (
         changelog=(("1.0", "first version"),)),
     Protocol(
         name="ident3d-ood",
-        version="1.1",
+        version="1.2",
         summary="rendered OOD splits of an OOD track (regions the training split never showed): the "
                 "linear and kernel read-outs fitted on the in-distribution fit half and scored on each "
                 "OOD split, R² against the latent's in-distribution variance; every split's features "
@@ -75,7 +75,11 @@ COMPANIONS = {p.name: p for p in (
                    ("1.1", "each OOD split's features are standardised with the in-distribution "
                            "features' mean and spread; 1.0 standardised each split on its own, which "
                            "re-centred every region and removed the shift that carries its held-out "
-                           "latents (their R² read about 0 for every model). Every 1.0 OOD score moves."))),
+                           "latents (their R² read about 0 for every model). Every 1.0 OOD score moves."),
+                   ("1.2", "a latent constant over the in-distribution score half scores 0 in every "
+                           "split; 1.1 divided by its variance, rounding noise near 1e-33, and read "
+                           "a value that changed with the CPU's BLAS kernels. No score of a latent "
+                           "that varies moves."))),
 )}
 
 

@@ -98,6 +98,22 @@ def test_ood_scores_tell_an_affine_code_from_a_nonlinear_one():
     assert bent["splits"][0]["n"] == held.sum()
 
 
+def test_a_constant_latent_scores_zero_whatever_the_rounding_of_its_variance():
+    rng = np.random.default_rng(2021)
+    z = rng.uniform(-1, 1, (600, 3))
+    z[:, 1] = 0.2
+    h = z + 0.05 * rng.normal(size=z.shape)
+    held = z[:, 0] > 0.5
+    kernel = [{"alpha": 0.01, "gamma": 1.0}] * 3
+    fit, score = np.flatnonzero(~held)[:100], np.flatnonzero(~held)[100:]
+    assert z[score, 1].var() != 0  # numpy's variance of the constant is rounding noise here, not 0
+    result = ood_scores(z[fit], h[fit], z[score], h[score], kernel, ["a", "b", "c"],
+                        {"a > 0.5": (z[held], h[held])})
+    for rows in (result["in_distribution"]["per_latent"], result["splits"][0]["per_latent"]):
+        assert rows[1]["linear_r2"] == rows[1]["kernel_r2"] == 0.0
+        assert rows[0]["linear_r2"] > 0.9  # the latents that vary are still read
+
+
 def test_an_ood_split_is_standardised_on_the_in_distribution_scale_so_its_shift_survives():
     rng = np.random.default_rng(1)
     h = rng.normal(3.0, 2.0, (500, 3)) * np.array([1e-150, 1.0, 1e150])
