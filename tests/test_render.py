@@ -135,9 +135,11 @@ def test_an_interrupt_stops_the_render_at_once_leaves_no_process_and_resumes(tmp
     out = tmp_path / "data"
     args = ["--data", str(out), "--n", "400", "--preset", "preview", "--resolution", "32",
             "--samples", "1", "--workers", "2"]
+    # A shell's background job inherits SIGINT ignored, and the render rightly keeps ignoring it; the
+    # render under test is started as a foreground command is, with SIGINT at its default.
     proc = subprocess.Popen([sys.executable, "-m", "ident3d.cli", "-q", "render", *args],
                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     images = out / "train" / "images"
     deadline = time.time() + 120
     while time.time() < deadline and len(list(images.glob("[!.]*.png"))) < 10:
