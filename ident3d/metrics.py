@@ -23,23 +23,27 @@ KERNEL_SUBSAMPLE = 4000
 KERNEL_FOLDS = 3
 
 
+def constant_columns(z: np.ndarray) -> np.ndarray:
+    """Which columns hold one value only, decided from the values themselves (never from a variance,
+    which for a constant whose mean is not exact in floating point is rounding noise)."""
+    return z.max(0) == z.min(0)
+
+
 def r2_per_latent(z: np.ndarray, prediction: np.ndarray) -> np.ndarray:
     """Coefficient of determination per column (sklearn's ``r2_score`` with raw outputs). A constant
-    column (every value equal) scores 1 when predicted exactly and 0 otherwise, as in scikit-learn;
-    deciding constancy from the values rather than from a rounded variance keeps a constant column
-    whose mean is not exact in floating point from scoring rounding noise."""
+    column (see ``constant_columns``) scores 1 when predicted exactly and 0 otherwise, as in
+    scikit-learn."""
     residual = ((z - prediction) ** 2).sum(0)
     total = ((z - z.mean(0)) ** 2).sum(0)
-    constant = z.max(0) == z.min(0)
+    constant = constant_columns(z)
     exact = np.where(residual == 0, 1.0, 0.0)
     return np.where(constant, exact, 1.0 - residual / np.where(constant, 1.0, total))
 
 
 def latent_variance(z: np.ndarray) -> np.ndarray:
-    """Variance of each column, exactly 0 for a constant column: decided from the values, since the
-    variance of a constant whose mean is not exact in floating point is rounding noise (about 1e-33),
-    and an R² against it would read that noise."""
-    return np.where(z.max(0) == z.min(0), 0.0, z.var(0))
+    """Variance of each column, exactly 0 for a constant column (``constant_columns``): the rounded
+    variance of a constant is about 1e-33, and an R² against it would read that noise."""
+    return np.where(constant_columns(z), 0.0, z.var(0))
 
 
 def affine_predict(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray) -> np.ndarray:
