@@ -129,11 +129,15 @@ class PairDataset(Dataset):
     def __getitem__(self, item: int) -> tuple[torch.Tensor, ...]:
         return self.__getitems__([item])[0]
 
-    def effective_conditional(self, n: int = 10000) -> np.ndarray:
-        """Realised per-latent std of ``z_pos - z`` over ``n`` items of the current epoch."""
+    def differences(self, n: int = 10000) -> np.ndarray:
+        """``z_pos - z`` for ``n`` items of the current epoch, one row per pair."""
         anchor, positive = self.sample_indices(np.arange(n))
         z = self.dataset.latents
-        return (z[positive] - z[anchor]).std(axis=0)
+        return z[positive] - z[anchor]
+
+    def effective_conditional(self, n: int = 10000) -> np.ndarray:
+        """Realised per-latent std of ``z_pos - z`` over ``n`` items (``differences``)."""
+        return self.differences(n).std(axis=0)
 
 
 class ContrastivePairs(PairDataset):
@@ -268,11 +272,11 @@ class RenderedPairs(PairDataset):
                           for i in items], dtype=np.int64)
         return 2 * picks, 2 * picks + 1
 
-    def effective_conditional(self, n: int | None = None) -> np.ndarray:
-        """Per-latent std of ``z_pos - z`` over every pair of the split (``n`` is ignored: the
-        split's pairs are fixed, so this is exact rather than an estimate)."""
+    def differences(self, n: int | None = None) -> np.ndarray:
+        """``z_pos - z`` of every pair of the split (``n`` is ignored: the split's pairs are fixed, so
+        ``effective_conditional`` is exact rather than an estimate)."""
         z = self.dataset.latents
-        return (z[1::2] - z[0::2]).std(axis=0)
+        return z[1::2] - z[0::2]
 
 
 class PairBatch(NamedTuple):

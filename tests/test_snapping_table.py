@@ -1,10 +1,12 @@
-"""The table of realised spreads in docs/data.md under snapping is what ``benchmarks.snapping`` computes."""
+"""The table of realised spreads in docs/data.md under snapping, and the shapes of the Laplace row's
+conditionals in docs/cpu-track.md, are what ``benchmarks.snapping`` computes."""
 
 from pathlib import Path
 
 import pytest
 
 from benchmarks import snapping
+from ident3d.datasets import ThreeDIdent
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "data.md"
 
@@ -16,3 +18,10 @@ def test_the_spread_table_is_what_snapping_measures(tmp_path):
         "docs/data.md's spread table is stale. Fix: python -m benchmarks.snapping --write"
     one_tenth = [measured[n]["0.1"].mean() for n in snapping.SIZES]
     assert one_tenth == sorted(one_tenth, reverse=True) and one_tenth[-1] > 0.1  # wider than asked
+
+    shapes = snapping.conditional_shapes(ThreeDIdent(tmp_path / str(snapping.SIZES[-1]), "train"))
+    assert snapping.shapes_block(shapes) in snapping.SHAPES_PAGE.read_text(), \
+        "docs/cpu-track.md's conditional shapes are stale. Fix: python -m benchmarks.snapping --write"
+    kurtosis_gap = {how: shapes[how, "laplace"][1] - shapes[how, "normal"][1] for how in ("exact", "snapped")}
+    assert kurtosis_gap["exact"] > 2  # exact pairs keep most of the Laplace's tails (3 untruncated) ...
+    assert abs(kurtosis_gap["snapped"]) < kurtosis_gap["exact"] / 4  # ... snapping all but erases them
