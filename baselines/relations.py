@@ -269,8 +269,9 @@ def exact_lines(exact: dict[str, dict[str, Arm]]) -> list[str]:
     """Laplace against Normal on exactly rendered pairs (snapping to the training latents makes the
     two conditionals nearly alike)."""
     return ["The Laplace relation again on exactly rendered pairs (the conditional the paper's row means; "
-            "snapped to the 100,000 training latents the two are nearly alike), with the same anchors and "
-            "by the same rule:", "", *_table(EXACT, exact, "relation (the paper's claim)")]
+            "snapped to the 100,000 training latents the two are nearly alike in spread and tails: the table "
+            "after this section), with the same anchors and by the same rule:", "",
+            *_table(EXACT, exact, "relation (the paper's claim)")]
 
 
 def original_lines(here: dict[str, dict[str, Arm]]) -> list[str]:

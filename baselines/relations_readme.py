@@ -43,7 +43,8 @@ def section(entries: list[dict]) -> str:
         f"{verdicts.count('does not hold')}, not decidable at this budget "
         f"{verdicts.count('not decidable at this budget')}.", "",
         "The Laplace relation again on exactly rendered pairs (snapped to the track's training latents the "
-        "two conditionals are nearly alike), by the same rule:", "",
+        "two conditionals are nearly alike in spread and tails; docs/cpu-track.md measures both), by the "
+        "same rule:", "",
         *summary_lines(arms_here(entries, EXACT_DATA), paper, EXACT), "",
         "AnInfoNCE (Rusak et al., AISTATS 2025) against its controls on the same exactly rendered pairs "
         "with one distinct positive scale per latent (ident3d-eval-v1; the arms, per-latent results and "
