@@ -126,7 +126,8 @@ def shapes_block(shapes: dict[tuple[str, str], tuple[float, float]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write the table into docs/data.md")
+    parser.add_argument("--write", action="store_true",
+                        help="write the tables into docs/data.md and docs/cpu-track.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         measured = measure(Path(tmp))
