@@ -15,6 +15,7 @@ from ident3d.baselines.relations import (
     interval,
     original_lines,
     section,
+    snapping_lines,
     summary_lines,
     verdict,
 )
@@ -62,6 +63,19 @@ def test_each_original_row_is_set_against_its_variant_with_an_interval():
     assert "laplace-box-original 60.00 (n=2) vs laplace-box 60.00 (n=3): difference +0.00; " \
            "**not decidable at this budget**" in text  # two seeds
     assert text.count("not measured") == 4  # two rows x two metrics not run
+
+
+def test_snapping_sets_each_presets_exact_runs_against_its_snapped_ones():
+    def arm(name, mean, n=3):
+        return {"linear_r2": Arm(name, mean, 0.01, n), "mcc_pearson": Arm(name, mean, 0.01, n)}
+
+    snapped = {"normal-box": arm("normal-box", 0.60), "laplace-box": arm("laplace-box", 0.55),
+               "normal-unbounded": arm("normal-unbounded", 0.70)}
+    exact = {"normal-box": arm("normal-box", 0.45), "laplace-box": arm("laplace-box", 0.50, n=1)}
+    rows = [line for line in snapping_lines(snapped, exact) if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == 4  # normal-box and laplace-box, two metrics each; no exact normal-unbounded
+    assert rows[0].startswith("| normal-box | R² | -15.00 [") and rows[0].endswith("; lower |")
+    assert rows[2] == "| laplace-box | R² | -5.00; not decidable at this budget |"  # one exact seed
 
 
 def test_the_readme_summary_is_what_the_entries_give():
