@@ -22,6 +22,11 @@ from ident3d.baselines.relations import (
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 
 
+def arm(name, mean, n=3):
+    """Both metrics of one arm at ``mean`` with a seed sd of one point over ``n`` seeds."""
+    return {"linear_r2": Arm(name, mean, 0.01, n), "mcc_pearson": Arm(name, mean, 0.01, n)}
+
+
 def test_the_docs_section_is_what_the_entries_give():
     text = PAGE.read_text()
     start, end = text.index(BEGIN), text.index(END) + len(END)
@@ -51,9 +56,6 @@ def test_the_papers_own_numbers_satisfy_every_relation_it_states():
 
 
 def test_each_original_row_is_set_against_its_variant_with_an_interval():
-    def arm(name, mean, n=3):
-        return {"linear_r2": Arm(name, mean, 0.01, n), "mcc_pearson": Arm(name, mean, 0.01, n)}
-
     here = {"normal-box": arm("normal-box", 0.60), "normal-box-original": arm("normal-box-original", 0.40),
             "laplace-box": arm("laplace-box", 0.60),
             "laplace-box-original": arm("laplace-box-original", 0.60, n=2)}
@@ -66,13 +68,11 @@ def test_each_original_row_is_set_against_its_variant_with_an_interval():
 
 
 def test_snapping_sets_each_presets_exact_runs_against_its_snapped_ones():
-    def arm(name, mean, n=3):
-        return {"linear_r2": Arm(name, mean, 0.01, n), "mcc_pearson": Arm(name, mean, 0.01, n)}
-
     snapped = {"normal-box": arm("normal-box", 0.60), "laplace-box": arm("laplace-box", 0.55),
                "normal-unbounded": arm("normal-unbounded", 0.70)}
     exact = {"normal-box": arm("normal-box", 0.45), "laplace-box": arm("laplace-box", 0.50, n=1)}
-    rows = [line for line in snapping_lines(snapped, exact) if line.startswith("| ") and "---" not in line][1:]
+    table = [line for line in snapping_lines(snapped, exact) if line.startswith("| ") and "---" not in line]
+    rows = table[1:]
     assert len(rows) == 4  # normal-box and laplace-box, two metrics each; no exact normal-unbounded
     assert rows[0].startswith("| normal-box | R² | -15.00 [") and rows[0].endswith("; lower |")
     assert rows[2] == "| laplace-box | R² | -5.00; not decidable at this budget |"  # one exact seed
@@ -90,9 +90,6 @@ def test_the_readme_summary_is_what_the_entries_give():
 
 
 def test_the_summary_names_the_arms_of_each_difference_and_both_verdicts():
-    def arm(name, mean, n=3):
-        return {"linear_r2": Arm(name, mean, 0.01, n), "mcc_pearson": Arm(name, mean, 0.01, n)}
-
     here = {"supervised": arm("supervised", 0.95), "normal-box": arm("normal-box", 0.60),
             "normal-unbounded": arm("normal-unbounded", 0.70, n=2)}
     rows = summary_lines(here, here)
