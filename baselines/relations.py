@@ -280,8 +280,9 @@ def snapping_lines(snapped: dict[str, dict[str, Arm]], exact: dict[str, dict[str
     """Each preset trained on both kinds of pairs: exactly rendered minus snapped to the training latents.
     Not a claim of the paper: what the package's FAISS approximation does to the arms of the relation."""
     lines = ["Each preset trained on both kinds of pairs, exactly rendered minus snapped to the training "
-             "latents (same preset, budget and test split; the two differ in the positives' spread, the "
-             "table after this section, and in the training images: the rendered pairs of "
+             "latents (same preset, budget and test split; the two differ in the positives' spread, measured "
+             "in docs/cpu-track.md's \"The Laplace row's two conditionals\", and in the training images: "
+             "the rendered pairs of "
              "`baselines/cpu_track.toml` against the track's training split): the difference in points "
              f"with its 95% Welch t interval and a direction only with {MIN_SEEDS} seeds per arm.", "",
              "| preset | metric | exact - snapped |", "|---|---|---|"]

@@ -20,6 +20,7 @@ from ident3d.baselines.relations import (
     arms_here,
     arms_paper,
     decide,
+    snapping_lines,
     summary_lines,
 )
 from ident3d.generated_blocks import README, section_command
@@ -46,6 +47,7 @@ def section(entries: list[dict]) -> str:
         "two conditionals are nearly alike in spread and tails; docs/cpu-track.md measures both), by the "
         "same rule:", "",
         *summary_lines(arms_here(entries, EXACT_DATA), paper, EXACT), "",
+        *snapping_lines(here, arms_here(entries, EXACT_DATA)), "",
         "AnInfoNCE (Rusak et al., AISTATS 2025) against its controls on the same exactly rendered pairs "
         "with one distinct positive scale per latent (ident3d-eval-v1; the arms, per-latent results and "
         "the learned Lambda are in docs/cpu-track.md): AnInfoNCE minus each other arm in points, with its "
