@@ -113,15 +113,18 @@ def curve_chart(curve: dict[str, Any]) -> Chart:
 def overview_chart(groups: dict[str, list[dict[str, Any]]]) -> Chart:
     """Every logged run's mean held-out linear R² (over the latents) by step, one colour per group."""
     x_max = max(c["budget"]["steps"] for group in groups.values() for c in group)
+    rows = -(-len(groups) // 2)  # the legend: two columns under the title
     chart = Chart("Held-out linear R², mean over the latents, by training step (one line per run)",
-                  x_max=x_max, y_max=1.0, width=720, height=380, margins=(44, 12, 48, 40), title_size=12)
+                  x_max=x_max, y_max=1.0, width=720, height=360 + 16 * rows,
+                  margins=(44, 12, 32 + 16 * rows, 40), title_size=12)
     chart.y_grid([0.0, 0.25, 0.5, 0.75, 1.0], "{:.2f}")
     chart.x_labels(ticks(x_max, 6), "training step")
+    column = (chart.right - chart.left) / 2
     for k, (name, group) in enumerate(groups.items()):
         colour = PALETTE[k % len(PALETTE)]
-        seeds = f"{len(group)} seeds" if len(group) > 1 else "1 seed"
-        chart.key(chart.left + 220 * (k % 3), 24 + 16 * (k // 3), colour,
-                  f"{name} ({group[0]['budget']['steps']:,} steps; {seeds})")
+        budget, seeds = group[0]["budget"], f"{len(group)} seeds" if len(group) > 1 else "1 seed"
+        chart.key(chart.left + column * (k % 2), 24 + 16 * (k // 2), colour,
+                  f"{name} ({budget['steps']:,} steps of {budget['batch_size']}; {seeds})")
         for curve in group:
             chart.line([(p["step"], p["linear_r2"]) for p in curve["points"]], colour, dots=True)
     return chart

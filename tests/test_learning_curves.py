@@ -119,3 +119,16 @@ def test_a_kept_curve_may_not_name_a_file_outside_its_folder(tmp_path):
         (tmp_path / "evil.json").write_text(crafted)
         with pytest.raises(SystemExit, match=r"^error: .*evil\.json: .*Fix: "):
             load_curves(tmp_path)
+
+
+def test_the_kept_curve_past_the_budget_is_v2_normal_box_s0_continued():
+    """docs/cpu-track.md reads the 4,800-step curve as s0 trained on: where both logged a step, they agree."""
+    curves = {c["run"]: c for c in load_curves()}
+    past, entry = curves["v2-normal-box-curve"], curves["v2-normal-box-s0"]
+    logged = {p["step"]: p for p in past["points"]}
+    assert past["last_step"] > entry["last_step"]
+    for point in entry["points"]:
+        again = logged[point["step"]]
+        assert abs(again["linear_r2"] - point["linear_r2"]) < 1e-9
+        assert abs(again["mcc"] - point["mcc"]) < 1e-9
+        assert again["linear_r2_per_latent"] == point["linear_r2_per_latent"]
