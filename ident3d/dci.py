@@ -102,6 +102,8 @@ def dci(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.n
         completeness = float((per_latent_c * factors / total).sum())
     prediction = _standardise(h_score, h_fit) @ fit.coef * z_fit.std(0) + z_fit.mean(0)
     informativeness = np.clip(r2_per_latent(z_score, prediction), 0.0, 1.0)
+    # weighted means of values in [0, 1]: rounding may put a perfect code at 1 + 2e-16
+    disentanglement, completeness = (float(np.clip(v, 0.0, 1.0)) for v in (disentanglement, completeness))
     return {"disentanglement": disentanglement, "completeness": completeness,
             "informativeness": float(informativeness.mean()),
             "per_latent": {"completeness": [float(c) for c in np.clip(per_latent_c, 0, 1)],

@@ -26,6 +26,16 @@ def test_true_latents_are_perfectly_disentangled_and_complete():
     assert result["informativeness"] > 0.999 and result["converged"]
 
 
+def test_a_perfect_code_scores_at_most_one_whatever_the_rounding():
+    """The result schema bounds D and C by 1; weighted means of ones can round to 1 + 2e-16."""
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        h = Z[:, rng.permutation(10)] * rng.uniform(0.5, 2.0, 10)
+        result = scores(h)
+        assert 1.0 - 1e-12 <= result["disentanglement"] <= 1.0
+        assert 1.0 - 1e-12 <= result["completeness"] <= 1.0
+
+
 def test_a_rotation_keeps_information_but_loses_disentanglement():
     rotation, _ = np.linalg.qr(RNG.normal(size=(10, 10)))
     result = scores(Z @ rotation)
