@@ -132,3 +132,29 @@ def test_the_kept_curve_past_the_budget_is_v2_normal_box_s0_continued():
         assert abs(again["linear_r2"] - point["linear_r2"]) < 1e-9
         assert abs(again["mcc"] - point["mcc"]) < 1e-9
         assert again["linear_r2_per_latent"] == point["linear_r2_per_latent"]
+
+
+def test_what_the_curve_says_is_what_the_kept_curves_show():
+    """docs/cpu-track.md's hand reading of the curve, checked against the kept curves it reads."""
+    curves = {c["run"]: c for c in load_curves()}
+    past = curves["v2-normal-box-curve"]
+    factors = past["factors"]
+    rotations = [i for i, name in enumerate(factors) if name.startswith("rotation_")]
+    at = {p["step"]: p["linear_r2_per_latent"] for p in past["points"]}
+    budget, last = at[curves["v2-normal-box-s0"]["last_step"]], at[past["last_step"]]
+    # "none of the three rotations leaves zero at any logged step" (R² shown as 0 below 0.05 points)
+    assert len(rotations) == 3
+    assert all(r2[i] < 5e-4 for r2 in at.values() for i in rotations)
+    # "four times the entries' steps raise every latent normal-box already read at its budget,
+    # the spotlight hue most"
+    assert past["last_step"] == 4 * curves["v2-normal-box-s0"]["last_step"]
+    read = [i for i in range(len(factors)) if i not in rotations]
+    assert all(last[i] > budget[i] for i in read)
+    assert max(read, key=lambda i: last[i] - budget[i]) == factors.index("spotlight_hue")
+    # "the supervised topline reads all three rotations in every seed by its third logged step
+    # and keeps improving on them to its last"
+    for seed in ("v2-supervised", "v2-supervised-s1", "v2-supervised-s2"):
+        steps = sorted(curves[seed]["points"], key=lambda p: p["step"])
+        third, final = steps[2]["linear_r2_per_latent"], steps[-1]["linear_r2_per_latent"]
+        assert all(third[i] > 0.05 for i in rotations)
+        assert all(final[i] > third[i] for i in rotations)
