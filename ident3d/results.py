@@ -4,6 +4,7 @@ schema and validation. The evaluator writes results; the leaderboard and users' 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -53,7 +54,24 @@ class Result:
         for c in self.document.get("classes", []):
             lines.append(f"{c['factor']:<16}class accuracy {c['accuracy']:.4f} (chance {c['chance']:.4f}, "
                          f"{c['n_classes']} classes)")
-        return "\n".join(lines)
+        return "\n".join([*lines, *self.fresh_lines()])
+
+    def fresh_lines(self) -> list[str]:
+        """What the fresh draw says, in words: its scores beside the public split's, and the gap."""
+        fresh = self.document.get("fresh")
+        if not fresh:
+            return []
+        lines = [f"fresh draw: {fresh['n']} test images of {fresh['track']} rendered now "
+                 f"(seed {fresh['seed']}, {fresh['seed_source']})"]
+        for key, g in fresh["gap"].items():
+            low, high = (100 * v for v in g["ci95"])
+            lines.append(f"  {key}: public {100 * g['public']:.2f}, fresh {100 * g['fresh']:.2f} (95% "
+                         f"{100 * g['fresh_ci95'][0]:.2f} to {100 * g['fresh_ci95'][1]:.2f}); gap "
+                         f"{100 * g['gap']:+.2f} [{low:+.2f}, {high:+.2f}]")
+        lines.append("  the public split scores higher than unseen images beyond chance: the model may have "
+                     "memorised it" if fresh["memorised"] else
+                     "  the public and fresh scores agree within chance (no sign of memorisation)")
+        return lines
 
     def destination(self, path: Path) -> str:
         """Where this result can go: the track's leaderboard table, or only comparisons (custom data)."""
@@ -65,8 +83,23 @@ class Result:
                 "<Author><Year><FirstWord>`")
 
 
-def result_schema() -> dict[str, Any]:
-    return json.loads(files("ident3d.schemas").joinpath("result-v1.json").read_text())
+@functools.cache
+def schema_validator(package: str, name: str) -> Any:
+    """One validator per shipped schema and process. ``jsonschema.validate`` re-checks the schema
+    itself on every call, which cost 20 times the validation (about 10 s to load every entry)."""
+    import jsonschema
+
+    schema = json.loads(files(package).joinpath(name).read_text())
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
+
+
+def schema_error(document: Any, package: str, name: str) -> Any:
+    """The error ``jsonschema.validate`` would raise for ``document`` (its best match), or None."""
+    import jsonschema
+
+    return jsonschema.exceptions.best_match(schema_validator(package, name).iter_errors(document))
 
 
 def schema_problem(error: Any) -> str:
@@ -80,12 +113,9 @@ def schema_problem(error: Any) -> str:
 
 
 def validate_result(document: dict[str, Any]) -> None:
-    import jsonschema
-
-    try:
-        jsonschema.validate(document, result_schema())
-    except jsonschema.ValidationError as error:
-        raise ResultError(f"result {schema_problem(error)}") from None
+    error = schema_error(document, "ident3d.schemas", "result-v1.json")
+    if error is not None:
+        raise ResultError(f"result {schema_problem(error)}")
     where = non_finite_field(document)
     if where is not None:
         raise ResultError(f"result field {where}: NaN or infinity; every number must be finite.")
