@@ -77,17 +77,17 @@ def load_submission(path: Path, arch: str | None = None, device: str = "cpu", ba
     if suffix in PICKLE_SUFFIXES:
         raise SubmissionError(f"{path}: pickle-based files are refused because loading them runs "
                               f"arbitrary code. {EXPORT_HELP}")
-    sha = sha256_file(path)
     if suffix == ".pt2":
         model = SandboxedModel(path, "exported-program", device=device, batch_size=batch_size,
                                limits=limits)
-        return Submission(path, "exported-program", sha, model=model)
+        return Submission(path, "exported-program", model.sha256, model=model)
     if suffix == ".safetensors":
         arch = _safetensors_arch(path, arch)
         model = SandboxedModel(path, "safetensors", arch=arch, device=device, batch_size=batch_size,
                                limits=limits)
-        return Submission(path, "safetensors", sha, model=model, arch=arch)
+        return Submission(path, "safetensors", model.sha256, model=model, arch=arch)
     if suffix == ".npy":
+        sha = sha256_file(path)
         embeddings = read_array(path, SubmissionError, "save the features with numpy.save as an "
                                 "(N, d) float array, one row per test image in index order")
         return Submission(path, "embeddings", sha, embeddings=embeddings)

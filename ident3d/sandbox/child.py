@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import traceback
+
+from ident3d.sandbox import lockdown
 
 PROTOCOL_FD = 1
 
@@ -73,7 +74,7 @@ def main() -> int:
         import torch._export.serde.serialize  # noqa: F401 - the slow imports, before the settings arrive
 
         from ident3d.inference import Runner
-        from ident3d.sandbox import lockdown, wire
+        from ident3d.sandbox import wire
         from ident3d.sandbox.limits import Limits
         from ident3d.sandbox.loading import program_module, safetensors_module
         from ident3d.sandbox.pt2_reader import read_archive
@@ -86,7 +87,8 @@ def main() -> int:
             torch.set_num_threads(settings["threads"])
         device = torch.device(settings["device"])
         _warm_up(archive, settings["device"], settings.get("arch"))
-        status = lockdown.lock_down(lockdown.Lockdown(settings["memory_bytes"], settings["cpu_seconds"]))
+        status = lockdown.lock_down(lockdown.Lockdown(settings["memory_bytes"], settings["cpu_seconds"],
+                                                      gpu=device.type == "cuda"))
         limits = Limits(**settings["reader"])
         tag, data = wire.receive(0, settings["max_model_bytes"])
         if tag != wire.MODEL:
@@ -126,5 +128,9 @@ def main() -> int:
         return 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def run(parent: int) -> None:
+    """The process's whole life: die with the evaluator (pid ``parent``), serve, and leave at once.
+    ``os._exit`` skips the interpreter's shutdown (2.5 s of torch's finalisers while the evaluator
+    waited for its goodbye)."""
+    lockdown.die_with_parent(parent)
+    os._exit(main())

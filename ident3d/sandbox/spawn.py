@@ -31,7 +31,7 @@ def start() -> tuple[subprocess.Popen, str]:
     """A new child in a new empty folder, with a minimal environment and its own session."""
     temp = tempfile.mkdtemp(prefix="ident3d-sandbox-")
     launcher = (f"import sys; sys.path.insert(0, {str(PACKAGE_ROOT)!r}); "
-                "from ident3d.sandbox.child import main; sys.exit(main())")
+                f"from ident3d.sandbox.child import run; run({os.getpid()})")
     debug = "IDENT3D_SANDBOX_DEBUG" in os.environ
     process = subprocess.Popen([sys.executable, "-I", "-c", launcher], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=None if debug else subprocess.DEVNULL,
