@@ -73,19 +73,58 @@ def _tensors(records: dict[str, TensorRecord], blobs: dict[str, bytes]) -> dict[
     return out
 
 
+ENUM_TYPES = {"ScalarType": torch.dtype, "Layout": torch.layout, "MemoryFormat": torch.memory_format,
+              "Device": torch.device}
+
+
+def overload_refusal(op: torch._ops.OpOverload) -> str | None:
+    """Why an overload of an allow-listed operator is refused, or None: one that returns no tensor
+    (the scalar arithmetic of TorchScript, such as ``remainder.int``, whose kernels trust their
+    inputs: ``remainder.int(1, 0)`` kills the process) or one that writes into an ``out=`` tensor."""
+    schema = op._schema
+    if not any(str(r.real_type).endswith("Tensor") or "Tensor" in str(r.real_type) for r in schema.returns):
+        return "returns no tensor (scalar arithmetic)"
+    if any(a.is_out or a.name == "out" for a in schema.arguments):
+        return "writes into an out= tensor"
+    if any(a.name in ("dtype", "layout", "memory_format") and "int" in str(a.real_type)
+           for a in schema.arguments):
+        return "takes a torch type as a bare number (TorchScript's prim_ overloads)"
+    return None
+
+
+def _enum_mismatch(op: torch._ops.OpOverload, node: torch.fx.Node) -> str | None:
+    """The first argument whose schema type is a dtype, layout, memory format or device but whose
+    value is not one (a crafted integer there indexes torch's tables out of range)."""
+    given = dict(zip((a.name for a in op._schema.arguments), node.args, strict=False)) | dict(node.kwargs)
+    for argument in op._schema.arguments:
+        kind = str(argument.real_type).removeprefix("Optional[").removesuffix("]")
+        value = given.get(argument.name)
+        if kind in ENUM_TYPES and value is not None and not isinstance(value, ENUM_TYPES[kind]):
+            return argument.name
+    return None
+
+
 def _check_graph(program: torch.export.ExportedProgram) -> None:
     for node in program.graph.nodes:
         if node.op in ("placeholder", "output", "get_attr"):
             continue
         target = node.target
-        allowed = node.op == "call_function" and (
-            isinstance(target, torch._ops.OpOverload) and target.namespace == "aten"
-            and (target._opname in operators.ATEN or target._opname in operators.DROPOUT)
-            or target in SYMBOLIC_CALLABLES
+        aten = (node.op == "call_function" and isinstance(target, torch._ops.OpOverload)
+                and target.namespace == "aten"
+                and (target._opname in operators.ATEN or target._opname in operators.DROPOUT))
+        allowed = aten or node.op == "call_function" and (
+            target in SYMBOLIC_CALLABLES
             or getattr(target, "__name__", "") in ("sym_int", "sym_float", "sym_max", "sym_min",
                                                    "sym_not", "sym_ite", "ceil", "floor", "trunc"))
         if not allowed:
             raise LoadRefused(f"graph node {node.name!r} calls {str(target)[:80]!r} ({node.op})")
+        why = overload_refusal(target) if aten else None
+        if why is not None:
+            raise LoadRefused(f"graph node {node.name!r} calls {str(target)[:80]!r}, which {why}")
+        wrong = _enum_mismatch(target, node) if aten else None
+        if wrong is not None:
+            raise LoadRefused(f"graph node {node.name!r} passes {str(target)[:80]!r} a {wrong!r} that is "
+                              "not a torch type (a crafted number)")
 
 
 def program_module(checked: CheckedArchive) -> torch.nn.Module:

@@ -7,6 +7,17 @@ print, or assert with a message the model chooses. Every operator here computes 
 inputs alone and checks the indices and sizes it is given. Any overload of a listed operator is
 allowed (``add.Tensor``, ``add.Scalar``, ``add_.Tensor``).
 
+The rule for adding an operator: (1) it is public (no leading underscore: private operators are
+backend kernels such as ``_scaled_dot_product_flash_attention_for_cpu``, which takes the batch from
+the query and the length from the value without checking the key, and read out of bounds when
+crafted); (2) it computes from its inputs alone (no file, random, print or global state); (3) its
+kernel checks every size, stride and index it is given; (4) ``tests/test_operator_fuzz.py`` calls it
+with crafted shapes, strides and indices and it passes (no crash, no result that depends on memory
+outside its inputs, a clear refusal otherwise); (5) if its output can share memory with an input,
+it is also in ``ALIASING``. ``torch.export.export`` writes public operators (``conv2d``,
+``batch_norm``, ``scaled_dot_product_attention``); a program put through ``run_decompositions()``
+holds private ones and is refused with the operator's name.
+
 Checks that torch inserts by itself (``_assert_tensor_metadata`` after a ``.to()``, ``_assert_scalar``
 for dynamic sizes) compute nothing; they are removed from the graph before it is rebuilt, so their
 message text is never shown.
@@ -16,20 +27,18 @@ from __future__ import annotations
 
 ATEN = frozenset("""
     convolution conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
-    _convolution linear addmm mm bmm matmul baddbmm addbmm einsum dot vdot mv outer
-    scaled_dot_product_attention _scaled_dot_product_flash_attention_for_cpu
-    _scaled_dot_product_efficient_attention _scaled_dot_product_flash_attention
+    linear addmm mm bmm matmul baddbmm addbmm einsum dot vdot mv outer
+    scaled_dot_product_attention
     relu relu_ relu6 leaky_relu leaky_relu_ gelu gelu_ silu silu_ sigmoid sigmoid_ tanh tanh_ elu elu_
-    selu selu_ celu celu_ mish mish_ softplus softsign hardswish hardswish_ hardsigmoid hardsigmoid_
-    hardtanh hardtanh_ prelu _prelu_kernel glu logsigmoid threshold threshold_ softmax _softmax
-    log_softmax _log_softmax
-    batch_norm native_batch_norm _native_batch_norm_legit_no_training _native_batch_norm_legit
-    layer_norm native_layer_norm group_norm native_group_norm instance_norm rms_norm _fused_rms_norm
+    selu selu_ celu celu_ mish mish_ softplus hardswish hardswish_ hardsigmoid hardsigmoid_
+    hardtanh hardtanh_ prelu glu log_sigmoid threshold threshold_ softmax log_softmax
+    batch_norm layer_norm group_norm instance_norm
+    rms_norm
     linalg_vector_norm norm frobenius_norm
     max_pool1d max_pool2d max_pool3d max_pool2d_with_indices max_pool3d_with_indices avg_pool1d
     avg_pool2d avg_pool3d adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d
-    _adaptive_avg_pool2d _adaptive_avg_pool3d adaptive_max_pool1d adaptive_max_pool2d
-    upsample_nearest2d upsample_bilinear2d upsample_bicubic2d _upsample_bilinear2d_aa
+    adaptive_max_pool1d adaptive_max_pool2d
+    upsample_nearest2d upsample_bilinear2d upsample_bicubic2d
     pixel_shuffle pixel_unshuffle pad constant_pad_nd reflection_pad1d reflection_pad2d
     replication_pad1d replication_pad2d
     add add_ sub sub_ rsub mul mul_ div div_ true_divide floor_divide remainder fmod pow pow_
@@ -43,9 +52,17 @@ ATEN = frozenset("""
     view reshape flatten unflatten permute transpose t squeeze unsqueeze expand expand_as contiguous
     clone detach alias cat concat concatenate stack hstack vstack split split_with_sizes tensor_split
     chunk unbind slice select narrow index_select gather take_along_dim index repeat tile
-    repeat_interleave flip roll movedim swapaxes _unsafe_view view_as reshape_as unfold
-    to _to_copy type_as zeros zeros_like ones ones_like full full_like fill fill_ scalar_tensor arange
+    repeat_interleave flip roll movedim swapaxes view_as reshape_as unfold
+    to type_as zeros zeros_like ones ones_like full full_like fill fill_ scalar_tensor arange
     lift_fresh_copy copy copy_ sym_size sym_numel sym_stride sym_storage_offset
+""".split())
+
+# Operators whose output may share memory with an input (a view, or the input itself): a write into
+# such an output is a write into the input, so the reader follows them from parameters and buffers.
+ALIASING = frozenset("""
+    alias view reshape flatten unflatten permute transpose t squeeze unsqueeze expand expand_as slice
+    select narrow split split_with_sizes tensor_split chunk unbind view_as reshape_as movedim swapaxes
+    unfold detach contiguous to type_as
 """.split())
 
 # Removed before rebuilding: checks torch inserts, which compute nothing the model returns.

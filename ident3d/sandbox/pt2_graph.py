@@ -113,8 +113,10 @@ def _check_nodes(graph: dict[str, Any]) -> None:
                 raise ArchiveRefused(f"node {where} is dropout in training mode (random); export the "
                                      "model after model.eval()")
         elif name not in operators.ATEN and target not in operators.SYMBOLIC:
-            raise ArchiveRefused(f"the graph calls {target[:80]!r}, which is not on the list of pure "
-                                 "tensor operators (docs/submissions.md)")
+            private = (", a private backend kernel (written by run_decompositions(); export without it)"
+                       if (name or "").startswith("_") else "")
+            raise ArchiveRefused(f"the graph calls {target[:80]!r}{private}, which is not on the list of "
+                                 "pure tensor operators (docs/submissions.md)")
         _check_arguments(node, where)
         node["metadata"] = {}
         kept.append(node)
@@ -161,22 +163,46 @@ def _check_signature(gm: dict[str, Any]) -> None:
         "forward_arg_names": arg_names}}]
 
 
+def _tensor_names(arg: dict[str, Any]) -> list[str]:
+    """The tensor names an argument or output refers to (one, a list, or optional ones)."""
+    if "as_tensor" in arg:
+        return [arg["as_tensor"].get("name")]
+    found = []
+    for item in arg.get("as_tensors") or arg.get("as_optional_tensors") or []:
+        inner = item.get("as_tensor", item) if isinstance(item, dict) else {}
+        found.append(inner.get("name") if isinstance(inner, dict) else None)
+    return found
+
+
 def _check_state_untouched(gm: dict[str, Any]) -> None:
-    """No in-place operator writes into a parameter, buffer or constant (the model would change
-    between calls); writes through views of them are caught by the reproducibility probe."""
-    state = set()
+    """No operator writes into a parameter, buffer or constant, directly or through any alias or view
+    of it (the model would change between calls, so no two scores agree): aliasing is followed
+    through the graph from the state tensors, and an in-place operator or an ``out=`` argument
+    that reaches one is refused."""
+    origin: dict[str, str] = {}  # tensor name -> the state tensor it shares memory with
     for spec in gm["signature"].get("input_specs", []):
         for kind in ("parameter", "buffer", "tensor_constant"):
             if kind in spec:
-                state.add((spec[kind].get("arg") or {}).get("name"))
+                name = (spec[kind].get("arg") or {}).get("name")
+                origin[name] = spec[kind].get(f"{kind}_name", name)
     for node in gm["graph"]["nodes"]:
         name = operators.aten_name(node["target"]) or ""
-        if not (name.endswith("_") or name == "copy"):
-            continue
-        first = (node.get("inputs") or [{}])[0].get("arg", {}).get("as_tensor", {}).get("name")
-        if first in state:
-            raise ArchiveRefused(f"the model changes its own parameter or buffer {first!r} while running "
-                                 f"({node['target'][len(operators.PREFIX):]}), so no two calls agree")
+        inputs = node.get("inputs") or []
+        tensors = [t for item in inputs for t in _tensor_names(item.get("arg") or {})]
+        written = [t for item in inputs if item.get("name") == "out"
+                   for t in _tensor_names(item.get("arg") or {})]
+        if name.endswith("_") or name == "copy":
+            written += _tensor_names((inputs or [{}])[0].get("arg") or {})[:1]
+        hit = next((t for t in written if t in origin), None)
+        if hit is not None:
+            through = "" if origin[hit] == hit else f" through {hit!r}, a view of it"
+            raise ArchiveRefused(f"the model changes its own parameter or buffer {origin[hit]!r} while "
+                                 f"running ({node['target'][len(operators.PREFIX):]}{through}), so no two "
+                                 "calls agree")
+        shared = next((origin[t] for t in tensors if t in origin), None)
+        if shared is not None and (name in operators.ALIASING or name.endswith("_")):
+            for output in node.get("outputs") or []:
+                origin.update(dict.fromkeys(_tensor_names(output), shared))
 
 
 def check_program(document: Any) -> dict[str, Any]:

@@ -1,0 +1,48 @@
+"""Every operator the sandbox admits, called with crafted shapes, strides and indices
+(tests/operator_fuzz.py, in a process of its own): no crash, no result that depends on memory
+outside its inputs, a refusal otherwise. The allow-list's rule is in ident3d/sandbox/operators.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from ident3d.sandbox.loading import overload_refusal
+from ident3d.sandbox.operators import ALIASING, ATEN
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_allow_list_holds_public_operators_only():
+    assert not [name for name in ATEN if name.startswith("_") or name.endswith("_for_cpu")]
+    assert not [name for name in ATEN if not hasattr(torch.ops.aten, name)]  # no dead names
+    assert ALIASING <= ATEN
+    assert {"conv2d", "batch_norm", "scaled_dot_product_attention"} <= ATEN  # what export writes
+
+
+def test_scalar_arithmetic_out_and_numbered_type_overloads_are_refused():
+    assert "no tensor" in overload_refusal(torch.ops.aten.remainder.int)  # remainder.int(1, 0): SIGFPE
+    assert "out=" in overload_refusal(torch.ops.aten.add.out)
+    assert "bare number" in overload_refusal(torch.ops.aten.to.prim_Device)  # dtype -3: SIGSEGV
+    assert overload_refusal(torch.ops.aten.conv2d.default) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_crafted_arguments_never_crash_or_read_outside_the_inputs(seed):
+    done = subprocess.run([sys.executable, str(REPO / "tests/operator_fuzz.py"), str(REPO), str(seed), "12"],
+                          capture_output=True, text=True, timeout=600)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    started = [line["start"] for line in lines if "start" in line]
+    assert done.returncode == 0, f"the process died ({done.returncode}) in {started[-1:]}"
+    finished = [line for line in lines if "done" in line]
+    assert len(finished) == len(started) > 300
+    assert not [(f["done"], f["differs"]) for f in finished if f["differs"]]
+    covered = {f["done"].split(".")[0] for f in finished}
+    assert covered == set(ATEN)  # every listed operator has an admitted overload that was called
+    assert sum(f["same"] for f in finished) > 1000 and sum(f["refused"] for f in finished) > 1000
