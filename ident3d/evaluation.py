@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import logging
 import platform
+import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
+from ident3d import fresh as fresh_module
 from ident3d import metrics
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent, manifest_summary
@@ -35,7 +38,7 @@ from ident3d.inference import Runner
 from ident3d.ood import ood_scores, track_ood_splits
 from ident3d.protocols import COMPANIONS, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result, validate_result
-from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel
+from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel, ScoringProbe
 from ident3d.sandbox.limits import SandboxLimits
 from ident3d.submissions import (
     Standardisation,
@@ -44,7 +47,7 @@ from ident3d.submissions import (
     load_submission,
     module_submission,
 )
-from ident3d.tracks import identify
+from ident3d.tracks import Track, get_track, identify
 
 SPLIT_SEED = 0
 CLICA_SAMPLE = 4096
@@ -76,9 +79,11 @@ def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.
 
 def _encode_sandboxed(model: SandboxedModel, dataset: ThreeDIdent, indices: np.ndarray, batch_size: int,
                       progress: bool) -> np.ndarray:
-    """The sandbox computes one batch while this process loads the next."""
+    """The sandbox computes one batch while this process loads the next; at random points a
+    ``ScoringProbe`` encodes a random batch of earlier images again (nothing is in flight then)."""
     chunks = [indices[start:start + batch_size] for start in range(0, len(indices), batch_size)]
-    out = []
+    probe = ScoringProbe(len(chunks), batch_size)
+    out: list[np.ndarray] = []
     with tqdm(total=len(indices), desc="encode", unit="img", unit_scale=True, disable=not progress) as bar:
         if chunks:
             model.submit(image_batch(dataset, chunks[0]))
@@ -86,6 +91,11 @@ def _encode_sandboxed(model: SandboxedModel, dataset: ThreeDIdent, indices: np.n
             following = image_batch(dataset, chunks[i + 1]) if i + 1 < len(chunks) else None
             out.append(model.collect())
             bar.update(len(chunks[i]))
+            rows = probe.draw(i, sum(map(len, out))) if probe.due(i) else None
+            if rows is not None:
+                so_far = np.concatenate(out)
+                again = model(image_batch(dataset, indices[:len(so_far)][rows]))
+                probe.check(model.path, so_far, rows, again)
             if following is not None:
                 model.submit(following)
     return np.concatenate(out) if out else np.zeros((0, 0))
@@ -192,19 +202,34 @@ def _versions() -> dict[str, str | None]:
 def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: str | Path,
              protocol: str = "ident3d-eval-v1", device: str | None = None, batch_size: int = 256,
              name: str | None = None, arch: str | None = None, split: str = "test",
-             progress: bool = True, limits: SandboxLimits | None = None) -> Result:
+             progress: bool = True, limits: SandboxLimits | None = None,
+             fresh: int | Literal["track"] | None = None, workers: int = 2,
+             fresh_seed: int | None = None) -> Result:
     """Score a submission on ``<data_root>/<split>`` and return the result document.
 
     Model files run in the sandbox under ``limits`` (memory, time per batch, reader caps) after a
     reproducibility probe; the result records which lock-down layers the machine applied. An
     in-memory ``torch.nn.Module`` is the caller's own code: it runs here, in eval mode (its mode,
-    device and layout are restored afterwards), and its result is marked self-reported."""
+    device and layout are restored afterwards), and its result is marked self-reported.
+
+    ``fresh`` = N also renders N new test images of the split's track from a seed drawn now
+    (``ident3d.fresh``, with ``workers`` render processes), scores the same loaded model on them
+    under the same protocol, and adds the draw's scores, seed and memorisation gap to the result;
+    ``"track"`` takes the track's ``fresh_images``. ``fresh_seed`` re-renders a draw whose seed was
+    revealed (to re-score it); the result then says the seed was given, and no verifier accepts
+    such a draw as unseen."""
     version = get_protocol(protocol).version
     start = time.perf_counter()
     dataset = ThreeDIdent(data_root, split)  # cheap checks of the data first, then the model
     if len(dataset) < 4:
         raise DatasetError(f"{dataset.layout.folder}: {len(dataset)} images; scoring needs at least 4 "
                            "(half to fit the read-outs, half to score). Fix: use the whole test split.")
+    if fresh is not None and ((fresh != "track" and fresh < 4) or split != "test"):
+        raise DatasetError(f"--fresh {fresh} on split {split}: a fresh draw is at least 4 images of a "
+                           "track's test distribution. Fix: score the test split with --fresh 4 or more.")
+    if fresh_seed is not None and (fresh is None or fresh_seed < 0):
+        raise DatasetError(f"--fresh-seed {fresh_seed}: a revealed draw's seed (a number >= 0) re-renders "
+                           "a fresh draw. Fix: pass it with --fresh N, as the result being re-scored says.")
     dev = resolve_device(device)
     if isinstance(submission, torch.nn.Module):
         sub = module_submission(submission)
@@ -212,18 +237,64 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         sub = submission
     else:
         sub = load_submission(Path(submission), arch, device=str(dev), batch_size=batch_size, limits=limits)
-    track = identify(dataset.layout, dataset.latents, dataset.manifest)
-    ood_sets = track_ood_splits(Path(data_root), track) if protocol == "ident3d-eval-v1" else {}
-    if ood_sets and sub.kind == "embeddings":
-        log.warning("an embeddings file holds features of %s only: the OOD splits (%s) are not scored; "
-                    "submit the model to score them", split, ", ".join(ood_sets))
-        ood_sets = {}
     try:
-        h = _features(sub, dataset, dev, batch_size, progress)
-        h_ood = {name: _features(sub, split_set, dev, batch_size, progress)
-                 for name, split_set in ood_sets.items()}
+        track = identify(dataset.layout, dataset.latents, dataset.manifest)
+        drawn = fresh_module.check_drawable(None if track.startswith("custom:") else get_track(track),
+                                            str(dataset.layout.folder)) if fresh is not None else None
+        if drawn is not None and sub.kind == "embeddings":
+            raise SubmissionError(f"{sub.path}: embeddings cannot be scored on a fresh draw (they are "
+                                  "features of the public split only). Fix: submit the model, or drop "
+                                  "--fresh.")
+        ood_sets = track_ood_splits(Path(data_root), track) if protocol == "ident3d-eval-v1" else {}
+        if ood_sets and sub.kind == "embeddings":
+            log.warning("an embeddings file holds features of %s only: the OOD splits (%s) are not scored; "
+                        "submit the model to score them", split, ", ".join(ood_sets))
+            ood_sets = {}
+        public = _encode_and_score(sub, dataset, ood_sets, dev, batch_size, progress, protocol)
+        n_fresh = drawn.fresh_images if fresh == "track" and drawn else fresh
+        draw = (_fresh_draw(sub, drawn, n_fresh, dev, batch_size, progress, protocol, workers, public,
+                            fresh_seed) if drawn else None)
     finally:
         sub.close()
+    summary = manifest_summary(Path(data_root), split)
+    document = {
+        "schema": RESULT_SCHEMA,
+        "protocol": protocol,
+        "protocol_version": version,
+        "dataset": {"name": "3dident", "split": split, "variant": summary["variant"],
+                    "track": track,
+                    "n": len(dataset), "manifest_sha256": summary["manifest_sha256"],
+                    "resolution": list(dataset.load_array(0).shape[:2])},
+        "model": {"name": name or sub.path.stem, "file": sub.path.name, "sha256": sub.sha256,
+                  "kind": sub.kind, "arch": sub.arch, "self_reported": sub.self_reported,
+                  "feature_dim": public.feature_dim,
+                  **({"sandbox": sub.model.lockdown} if sub.model is not None else {})},
+        **public.fields,
+        **({"fresh": draw} if draw else {}),
+        "seeds": {"split": SPLIT_SEED, "kernel_subsample": SPLIT_SEED},
+        "versions": _versions(),
+        "device": "embeddings (not run)" if sub.kind == "embeddings" else str(dev),
+        "wall_time_s": round(time.perf_counter() - start, 3),
+    }
+    validate_result(document)
+    return Result(document)
+
+
+@dataclass(frozen=True)
+class _ScoredSplit:
+    """One split's scores: the result fields they fill, and the arrays the memorisation gap needs."""
+
+    fields: dict[str, Any]
+    scored: fresh_module.Scored
+    feature_dim: int
+
+
+def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str, ThreeDIdent],
+                      dev: torch.device, batch_size: int, progress: bool, protocol: str) -> _ScoredSplit:
+    """Encode a split (and its OOD splits) and score it under ``protocol``."""
+    h = _features(sub, dataset, dev, batch_size, progress)
+    h_ood = {name: _features(sub, split_set, dev, batch_size, progress)
+             for name, split_set in ood_sets.items()}
     standardise = Standardisation.fit(h)  # one transform for every split: OOD shifts must survive it
     h = standardise(h, str(sub.path))
     h_ood = {name: standardise(h_ood[name], f"{sub.path} on {name}") for name in h_ood}
@@ -233,8 +304,8 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         log.info("fitting the read-outs on %d of %d points: linear, MCC, and kernel ridge with a grid "
                  "search per latent (the slow part)",
                  len(dataset) // 2, len(dataset))
-    s = score(dataset.latents[:, continuous].astype(np.float64), h, protocol,
-              [dataset.factor_names[c] for c in continuous],
+    z = dataset.latents[:, continuous].astype(np.float64)
+    s = score(z, h, protocol, [dataset.factor_names[c] for c in continuous],
               {name: (split_set.latents[:, continuous].astype(np.float64), h_ood[name])
                for name, split_set in ood_sets.items()})
     keys = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
@@ -247,21 +318,9 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
                                                    len(f.classes))}
                for f in variant.factors if f.is_class]
     blocks = block_scores(dataset.manifest, per_latent)
-    summary = manifest_summary(Path(data_root), split)
-    first = dataset.load_array(0)
-    document = {
-        "schema": RESULT_SCHEMA,
-        "protocol": protocol,
-        "protocol_version": version,
-        "dataset": {"name": "3dident", "split": split, "variant": summary["variant"],
-                    "track": track,
-                    "n": len(dataset), "manifest_sha256": summary["manifest_sha256"],
-                    "resolution": list(first.shape[:2])},
-        "model": {"name": name or sub.path.stem, "file": sub.path.name, "sha256": sub.sha256,
-                  "kind": sub.kind, "arch": sub.arch, "self_reported": sub.self_reported,
-                  "feature_dim": int(h.shape[1]),
-                  **({"sandbox": sub.model.lockdown} if sub.model is not None else {})},
-        "metrics": {k: _mean(s[k], protocol) for k in keys},
+    means = {k: _mean(s[k], protocol) for k in keys}
+    fields = {
+        "metrics": means,
         "per_latent": per_latent,
         **({"classes": classes, "class_accuracy": float(np.mean([c["accuracy"] for c in classes]))}
            if classes else {}),
@@ -271,12 +330,34 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         **({"blocks": blocks} if blocks else {}),
         "matching": [int(a) for a in s["assignment"]],
         "kernel_ridge": s["kernel"],
-        "seeds": {"split": SPLIT_SEED, "kernel_subsample": SPLIT_SEED},
         "n_fit": s["n_fit"],
         "n_score": s["n_score"],
-        "versions": _versions(),
-        "device": "embeddings (not run)" if sub.kind == "embeddings" else str(dev),
-        "wall_time_s": round(time.perf_counter() - start, 3),
     }
-    validate_result(document)
-    return Result(document)
+    scored = fresh_module.Scored(z, h, s["fit"], s["test"], np.asarray(s["assignment"]), protocol, means)
+    return _ScoredSplit(fields, scored, int(h.shape[1]))
+
+
+def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_size: int, progress: bool,
+                protocol: str, workers: int, public: _ScoredSplit, seed: int | None) -> dict[str, Any]:
+    """Render a fresh draw of ``track`` (seed from OS entropy unless given), score the same loaded
+    model on it, and return the result's ``fresh`` section: the draw's scores, its seed (revealed
+    only now, after scoring) and the memorisation gap against the public split."""
+    given = seed is not None
+    seed = seed if given else fresh_module.draw_seed()
+    with tempfile.TemporaryDirectory(prefix="ident3d-fresh-") as scratch:
+        began = time.perf_counter()
+        if progress:
+            log.info("rendering a fresh draw of %d test images of %s (%d processes)", n, track.id, workers)
+        fresh_module.render_draw(track, n, seed, Path(scratch), workers)
+        rendered = time.perf_counter()
+        dataset = ThreeDIdent(scratch, "test")
+        ood_sets = ({name: ThreeDIdent(scratch, name) for name in fresh_module.fresh_splits(track)[1:]}
+                    if protocol == "ident3d-eval-v1" else {})
+        scored = _encode_and_score(sub, dataset, ood_sets, dev, batch_size, progress, protocol)
+    gap = fresh_module.memorisation_gap(public.scored, scored.scored, seed)
+    return {"seed": seed, "seed_source": "given" if given else "entropy", "n": n, "track": track.id,
+            "render_settings": track.pixel_settings(),
+            "render_s": round(rendered - began, 3), "score_s": round(time.perf_counter() - rendered, 3),
+            "metrics": scored.fields["metrics"], "per_latent": scored.fields["per_latent"],
+            **({"ood": scored.fields["ood"]} if "ood" in scored.fields else {}),
+            "gap": gap, "memorised": any(g["above_chance"] for g in gap.values())}

@@ -185,6 +185,28 @@ def mcc(z: np.ndarray, h: np.ndarray, method: str = "pearson",
 
 
 
+def bootstrap_r2(z: np.ndarray, prediction: np.ndarray, rows: np.ndarray, clip_each: bool) -> np.ndarray:
+    """Mean R² of a fixed read-out's ``prediction`` of ``z`` on each resample of ``rows`` ((B, n)
+    row indices): per-latent values clipped to [0, 1] before the mean with ``clip_each``
+    (``ident3d-eval-v1``), else the raw mean clipped after (``cl-ica-2021``)."""
+    out = np.empty(len(rows))
+    for b, pick in enumerate(rows):
+        per = r2_per_latent(z[pick], prediction[pick])
+        out[b] = np.clip(per, 0.0, 1.0).mean() if clip_each else np.clip(per.mean(), 0.0, 1.0)
+    return out
+
+
+def bootstrap_mcc(z: np.ndarray, h: np.ndarray, assignment: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Mean matched |Pearson correlation| with the matching held fixed, on each resample of
+    ``rows`` ((B, n) row indices); an unmatched latent counts 0."""
+    matched = h[:, np.maximum(assignment, 0)]
+    out = np.empty(len(rows))
+    for b, pick in enumerate(rows):
+        rho = np.abs(np.diag(correlation_matrix(z[pick], matched[pick])))
+        out[b] = np.where(assignment >= 0, rho, 0.0).mean()
+    return out
+
+
 def rank_agreement(truth: np.ndarray, values: np.ndarray, seed: int = 0,
                    permutations: int = 10_000) -> dict[str, float | list[float]]:
     """Spearman correlation of ``values`` with ``truth``, the 95% interval of that correlation when

@@ -88,13 +88,15 @@ def sample_in_regions(variant: Variant, n: int, seed: int, inside: Region | None
                       "keeps almost nothing. Fix: widen the region's intervals.")
 
 
-def split_latents(track, split: str) -> np.ndarray:
+def split_latents(track, split: str, spec=None) -> np.ndarray:
     """The raw latents of a rendered track's split (an ``ident3d.tracks.Track``): the variant's
     ``sample(n, seed)``, or, when the split names a region or regions to exclude, the exact draw of
-    ``sample_in_regions``, or, for a content/style split, the rows of ``sample_pairs``."""
+    ``sample_in_regions``, or, for a content/style split, the rows of ``sample_pairs``. ``spec``
+    (the split's ``SplitSpec`` with another ``n`` and ``seed``) draws from the same distribution
+    anew: a fresh draw (``ident3d.fresh``)."""
     from ident3d.variants import get_variant
 
-    spec, variant = track.split(split), get_variant(track.variant)
+    spec, variant = spec or track.split(split), get_variant(track.variant)
     if spec.pairs:  # content/style pairs (the only pairs a track holds): spec.n images, spec.n / 2 pairs
         return variant.sample_pairs(spec.n // 2, spec.seed, style=spec.pairs["style"])
     if spec.region is None and not spec.exclude:

@@ -107,11 +107,17 @@ def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str |
                      str(latents_file) if latents_file else None, regions=regions)
 
 
-def plan_track_job(root: Path, track, split: str, device: str = "cpu") -> RenderJob:
-    """The job that renders exactly ``track``'s ``split`` (an ``ident3d.tracks.Track``)."""
+def plan_track_job(root: Path, track, split: str, device: str = "cpu", draw: tuple[int, int] | None = None
+                   ) -> RenderJob:
+    """The job that renders exactly ``track``'s ``split`` (an ``ident3d.tracks.Track``); with ``draw``
+    = (n, seed), a fresh draw of ``n`` images from the same distribution with another seed."""
+    from dataclasses import replace
+
     from ident3d.regions import split_latents
 
     spec = track.split(split)
+    if draw is not None:
+        spec = replace(spec, n=draw[0], seed=draw[1], latents_sha256=None)
     regions = {"region": spec.region, "exclude": list(spec.exclude), "regions": track.regions} if (
         spec.region or spec.exclude) else None
     if spec.pairs:  # a paired split: spec.n images, spec.n / 2 pairs
@@ -120,8 +126,8 @@ def plan_track_job(root: Path, track, split: str, device: str = "cpu") -> Render
     else:
         job = plan_job(root, split, n=spec.n, seed=spec.seed, variant=track.variant,
                        settings=track_settings(track, device), regions=regions,
-                       raw=split_latents(track, split) if regions else None)
-    if job.spec()["raw_latents_sha256"] != spec.latents_sha256:
+                       raw=split_latents(track, split, spec) if regions else None)
+    if draw is None and job.spec()["raw_latents_sha256"] != spec.latents_sha256:
         raise RenderError(f"track {track.id}: seed {spec.seed} no longer gives the track's latents with "
                           "this numpy (sha256 differs), so this render would not be the track. Fix: "
                           "report it; the track then needs its latents file shipped.")
@@ -321,6 +327,14 @@ def render_track_rows(track, raw: np.ndarray, folder: Path, *, workers: int = 1)
     tasks = [(k, str(path), params.row(k)) for k, path in enumerate(paths)]
     engines.run("local", track_settings(track), tasks, workers, None, lambda _done: None)
     return paths
+
+
+def render_track_draw(track, split: str, root: Path, *, n: int, seed: int, workers: int = 2) -> Path:
+    """Render a fresh draw of ``track``'s ``split``: ``n`` images of its distribution drawn with
+    ``seed``, with the track's settings, as a finished split ``root/split`` (manifest included).
+    ``ident3d.fresh`` finds this through the ``ident3d.renderers`` entry point."""
+    job = plan_track_job(root, track, split, draw=(n, seed))
+    return render_split(job, workers=workers, progress=False)
 
 
 def _version(dist: str) -> str | None:

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,29 @@ class Drifts(torch.nn.Module):  # changes its own state on every call
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.count.add_(1)
         return x.mean((2, 3)) * self.count
+
+
+class DriftsThroughAlias(Drifts):  # the same, through an alias of the buffer
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch.ops.aten.alias(self.count).add_(1)
+        return x.mean((2, 3)) * self.count
+
+
+class StatisticsAboveEight(torch.nn.Module):  # standardises over the batch only when it holds more than 8
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.mean((2, 3))
+        big = (torch.ones_like(h[:, :1]) * x.shape[0] > 8).to(h.dtype)
+        return big * (h - h.mean(0, keepdim=True)) / (h.std(0, keepdim=True) + 1e-6) + (1 - big) * h
+
+
+class Casts(torch.nn.Module):  # a .to(dtype) node, whose dtype a crafted file turns into a number
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean((2, 3)).to(torch.float64)
+
+
+def numbered_dtype(document: dict) -> None:
+    node = next(n for n in nodes(document) if n["target"] == "torch.ops.aten.to.dtype")
+    next(i for i in node["inputs"] if i["name"] == "dtype")["arg"] = {"as_int": -3}
 
 
 class Wide(torch.nn.Module):  # 100,000 features per image
@@ -232,6 +256,9 @@ def build_models(w: Path, clean: Path) -> dict[str, Path]:
         "python-callable": set_target("builtins.eval"),
         "socket-callable": set_target("socket.socket"),
         "higher-order-op": set_target("torch.ops.higher_order.cond"),
+        # a private kernel that takes its sizes from the wrong tensors (reads out of bounds)
+        "private-attention-kernel": set_target(
+            "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default"),
         # shape expressions sympy would evaluate forever, or as Python
         "expr-power-tower": set_expression("s0 + 0*9**9**9"),
         "expr-factorial": set_expression("factorial(factorial(99))"),
@@ -274,8 +301,12 @@ def build_models(w: Path, clean: Path) -> dict[str, Path]:
                                 ("batch-statistics", BatchStatistics(), False), ("drifts", Drifts(), False),
                                 ("too-many-features", Wide(), False), ("fixed-batch", FixedBatch(), False),
                                 ("index-out-of-range", OutOfRange(), False),
-                                ("rand-like", Random(), False), ("training-mode", TrainingBatchNorm(), True)):
+                                ("rand-like", Random(), False), ("training-mode", TrainingBatchNorm(), True),
+                                ("drifts-through-alias", DriftsThroughAlias(), False),
+                                ("statistics-above-eight", StatisticsAboveEight(), False)):
         models[name] = export(module, w / f"{name}.pt2", train)
+    models["dtype-as-number"] = rewrite_zip(export(Casts(), w / "casts.pt2"), w / "dtype-as-number.pt2",
+                                            graph(numbered_dtype))
     return models
 
 
@@ -300,6 +331,8 @@ CASES = [
     Case("python-callable", "builtins.eval"),
     Case("socket-callable", "socket.socket"),
     Case("higher-order-op", "higher_order.cond"),
+    Case("private-attention-kernel", "private backend kernel"),
+    Case("dtype-as-number", "not a torch type"),
     Case("expr-power-tower", "shape expression"),
     Case("expr-factorial", "shape expression"),
     Case("expr-srepr-pow", "shape expression"),
@@ -320,6 +353,8 @@ CASES = [
     Case("cpu-bomb", "longer than 5 s", ("--time-limit", "5")),
     Case("batch-statistics", "batch-dependent"),
     Case("drifts", "changes its own parameter or buffer"),
+    Case("drifts-through-alias", "changes its own parameter or buffer 'count'"),
+    Case("statistics-above-eight", "batch-dependent"),
     Case("too-many-features", "above the cap of 4096 (--max-feature-dim)"),
     Case("fixed-batch", "fixed batch size of 2 (input dimension 0) and was given 8"),
     Case("index-out-of-range", "the model raised"),
@@ -418,6 +453,114 @@ os.write(1, repr(results).encode())
         assert {results[k] for k in ("open", "create", "socket", "exec")} == {"PermissionError"}, results
     else:
         pytest.skip(f"seccomp unavailable here: {results['status']['seccomp']}")
+
+
+def test_every_thread_of_the_scoring_child_is_filtered(world):
+    """seccomp and no-new-privileges on every thread while the model is scored, torch's pool too."""
+    from ident3d.sandbox.host import SandboxedModel
+
+    with SandboxedModel(world["clean"], "exported-program") as model:
+        model(torch.rand(64, 3, SIZE, SIZE))
+        tasks = sorted(Path(f"/proc/{model.process.pid}/task").iterdir())
+        status = {task.name: dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines()
+                                  if line.startswith(("Seccomp:", "NoNewPrivs:"))) for task in tasks}
+        if model.lockdown["seccomp"] != "active":
+            pytest.skip(f"seccomp unavailable here: {model.lockdown['seccomp']}")
+    assert torch.get_num_threads() == 1 or len(status) > 1  # the pool exists and is checked
+    assert {(s["Seccomp"].strip(), s["NoNewPrivs"].strip()) for s in status.values()} == {("2", "1")}, status
+
+
+def test_scores_do_not_depend_on_the_batch_size(world):
+    """Any model the probe accepts scores the same at every --batch-size."""
+    from ident3d.evaluation import evaluate
+
+    documents = [evaluate(world["clean"], world["root"] / "data", batch_size=size, progress=False).document
+                 for size in (7, 16, 256)]
+    for document in documents[1:]:
+        for key, value in documents[0]["metrics"].items():
+            assert document["metrics"][key] == pytest.approx(value, abs=1e-6)
+
+
+SYSCALLS = {"x86_64": {"kill": 62, "tkill": 200, "tgkill": 234},
+            "aarch64": {"kill": 129, "tkill": 130, "tgkill": 131}}
+
+
+def test_a_stand_in_in_the_locked_down_child_reaches_no_other_process_and_no_file(tmp_path):
+    """After the lock-down, calls that reach another process of the same user (signals, pidfd),
+    take its descriptors, write a file through a shared mapping, or open the mount API all fail
+    with EPERM; the other process lives on and the file is unchanged."""
+    import platform
+
+    numbers = SYSCALLS.get(platform.machine())
+    if numbers is None:
+        pytest.skip(f"no system-call table for {platform.machine()}")
+    victim = subprocess.Popen(["sleep", "60"])
+    (tmp_path / "held.txt").write_text("unchanged")
+    script = f"""
+import ctypes, errno, mmap, os, signal, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from ident3d.sandbox.lockdown import Lockdown, lock_down
+libc = ctypes.CDLL(None, use_errno=True)
+held = open({str(tmp_path / 'held.txt')!r}, "r+b")
+status = lock_down(Lockdown(memory_bytes=1 << 30, cpu_seconds=60))
+victim = {victim.pid}
+calls = {{"kill": ({numbers['kill']}, victim, signal.SIGKILL),
+          "tkill": ({numbers['tkill']}, victim, signal.SIGKILL),
+          "tgkill": ({numbers['tgkill']}, victim, victim, signal.SIGKILL),
+          "pidfd_open": (434, victim, 0),
+          "pidfd_send_signal": (424, 3, signal.SIGKILL, 0, 0),
+          "pidfd_getfd": (438, 3, 0, 0),
+          "fsopen": (430, ctypes.c_char_p(b"tmpfs"), 0),
+          "open_tree": (428, -100, ctypes.c_char_p(b"/"), 1)}}
+results = {{"status": status}}
+for name, (number, *args) in calls.items():
+    ctypes.set_errno(0)
+    answer = libc.syscall(number, *args)
+    results[name] = errno.errorcode.get(ctypes.get_errno(), "ok") if answer == -1 else "allowed"
+try:
+    view = mmap.mmap(held.fileno(), 0, flags=mmap.MAP_SHARED)
+    view[:9] = b"CHANGED!!"
+    results["mmap_shared"] = "allowed"
+except OSError as error:
+    results["mmap_shared"] = errno.errorcode[error.errno]
+os.write(1, repr(results).encode())
+"""
+    try:
+        done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, timeout=120)
+        results = eval(done.stdout.decode())  # noqa: S307 - our own child's repr of a dict of strings
+        assert victim.poll() is None, "the locked-down process killed another process"
+    finally:
+        victim.kill()
+        victim.wait()
+    assert (tmp_path / "held.txt").read_text() == "unchanged"
+    if results["status"]["seccomp"] != "active":
+        pytest.skip(f"seccomp unavailable here: {results['status']['seccomp']}")
+    assert {k: v for k, v in results.items() if k != "status"} == dict.fromkeys(
+        ("kill", "tkill", "tgkill", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "fsopen", "open_tree",
+         "mmap_shared"), "EPERM"), results
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_the_child_dies_with_the_evaluator(world, how):
+    script = f"""
+import sys, time, torch
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from ident3d.sandbox.host import SandboxedModel
+model = SandboxedModel({str(world['clean'])!r}, "exported-program")
+model(torch.rand(2, 3, {SIZE}, {SIZE}))
+print(model.process.pid, flush=True)
+time.sleep(120)
+"""
+    evaluator = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = int(evaluator.stdout.readline())
+    evaluator.send_signal(how)
+    evaluator.wait(timeout=30)
+    for _ in range(100):
+        if not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the sandbox child {child} outlived its evaluator ({how.name})")
 
 
 def test_guard_code_is_dropped_unread(world, tmp_path):

@@ -8,7 +8,9 @@ from ident3d.protocols import REGISTRY
 from ident3d.sandbox.limits import Limits, SandboxLimits
 
 HELP = "score an encoder (.pt2, safetensors + --arch, or .npy embeddings) on the test split"
-EXAMPLE = "ident3d evaluate --data data/3dident --model encoder.pt2 --name MyModel --out result.json"
+EXAMPLE = ("ident3d evaluate --data data/3dident --model encoder.pt2 --name MyModel --out result.json\n"
+           "  ident3d evaluate --data data/cpu-track --model encoder.pt2 --fresh --out verified.json"
+           "   # and a fresh draw")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,6 +25,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", type=device_name,
                    help="gpu, cpu, cuda:N (default: the GPU when there is one)")
     p.add_argument("--batch-size", type=positive_int, default=256, help="images per forward pass")
+    p.add_argument("--fresh", type=positive_int, nargs="?", const="track", metavar="N",
+                   help="also render N new test images of the split's track from a seed drawn now, score "
+                        "the model on them and report the memorisation gap (N: the track's default when "
+                        "omitted; needs the render extra; docs/submissions.md)")
+    p.add_argument("--fresh-seed", type=int, metavar="SEED",
+                   help="with --fresh: render the draw of this revealed seed again (to re-score a result; "
+                        "such a draw is not unseen, and the result says so)")
+    p.add_argument("--workers", type=positive_int, default=2, help="render processes for --fresh")
     p.add_argument("--out", type=Path, required=True, help="result JSON to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     limits = p.add_argument_group("sandbox limits (docs/submissions.md; for maintainers)")
@@ -49,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
                                          max_feature_dim=args.max_feature_dim))
     result = evaluate(args.model, args.data, protocol=args.protocol, device=args.device,
                       batch_size=args.batch_size, name=args.name, arch=args.arch,
-                      split=args.split, progress=not args.quiet, limits=limits)
+                      split=args.split, progress=not args.quiet, limits=limits, fresh=args.fresh,
+                      workers=args.workers, fresh_seed=args.fresh_seed)
     result.save(args.out)
     print(result.table())
     print(f"wrote {args.out}")

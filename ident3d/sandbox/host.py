@@ -11,8 +11,11 @@ exception message) is only ever quoted as a short escaped excerpt, never as our 
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
+import math
+import os
 import re
 import shutil
 import signal
@@ -94,10 +97,32 @@ def warm_up_archive() -> bytes:
     return buffer.getvalue()
 
 
+def feature_scale(features: np.ndarray) -> np.ndarray:
+    """Each feature's largest magnitude (never 0): what the probe's tolerance is relative to."""
+    return np.abs(features).max(0) + 1e-6 * (np.abs(features).max() + 1e-30)
+
+
+def feature_gap(first: np.ndarray, again: np.ndarray, scale: np.ndarray) -> float:
+    """The largest difference between two encodings of the same images, relative to ``scale``."""
+    if again.shape != first.shape:
+        return math.inf
+    return float((np.abs(again - first) / scale).max()) if again.size else 0.0
+
+
+def refuse_unstable(source: object, n: int, how: str, gap: float) -> None:
+    what = "non-deterministic" if how == "a second time" else "batch-dependent"
+    raise SubmissionError(
+        f"{source}: the model is {what}: the same {n} images encoded {how} give features that "
+        f"differ by {gap:.2g} of their scale (tolerance {PROBE_TOLERANCE:g}), so its scores "
+        "would not reproduce. Fix: no randomness and no statistics across the batch (export "
+        "after model.eval()).")
+
+
 def check_reproducible(encode: Callable[[torch.Tensor], np.ndarray], images: torch.Tensor,
                        source: object) -> None:
     """Same images twice, reordered, and in a smaller batch: the features must agree within
-    ``PROBE_TOLERANCE`` of each feature's scale, or the scores would not reproduce (docs)."""
+    ``PROBE_TOLERANCE`` of each feature's scale, or the scores would not reproduce (docs). A first,
+    cheap check before scoring; ``ScoringProbe`` checks again at random points during scoring."""
     images = images[:PROBE_IMAGES]
     n = len(images)
     first = encode(images)
@@ -107,16 +132,53 @@ def check_reproducible(encode: Callable[[torch.Tensor], np.ndarray], images: tor
     runs = {"a second time": (np.arange(n), encode(images)),
             "in reverse order": (order, encode(images[torch.from_numpy(order)])),
             "in a smaller batch": (np.arange(max(1, n // 2)), encode(images[: max(1, n // 2)]))}
-    scale = np.abs(first).max(0) + 1e-6 * (np.abs(first).max() + 1e-30)
+    scale = feature_scale(first)
     for how, (rows, again) in runs.items():
-        gap = float((np.abs(again - first[rows]) / scale).max()) if again.size else 0.0
+        gap = feature_gap(first[rows], again, scale)
         if not np.isfinite(gap) or gap > PROBE_TOLERANCE:
-            what = "non-deterministic" if how == "a second time" else "batch-dependent"
-            raise SubmissionError(
-                f"{source}: the model is {what}: the same {n} images encoded {how} give features that "
-                f"differ by {gap:.2g} of their scale (tolerance {PROBE_TOLERANCE:g}), so its scores "
-                "would not reproduce. Fix: no randomness and no statistics across the batch (export "
-                "after model.eval()).")
+            refuse_unstable(source, n, how, gap)
+
+
+class ScoringProbe:
+    """Re-encodings during a scoring run: after ``PROBES - 1`` batches chosen at random and after the
+    last one, a random subset of the images encoded so far, in random order and of a random size, is
+    encoded again and must give the features it gave. The last probe's batch holds more than
+    ``PROBE_IMAGES`` images (up to the larger of the scoring batch size and ``LARGE``), the others
+    1 to the scoring batch size. The choices come from OS entropy when the run starts, so a model
+    cannot tell a probe from a batch; a model whose features depend on the batch's size,
+    composition or order, or on how often it was called, is refused, and any accepted model
+    scores the same at every --batch-size."""
+
+    PROBES = 3
+    LARGE = 64
+
+    def __init__(self, n_batches: int, batch_size: int, rng: np.random.Generator | None = None) -> None:
+        self.rng = rng if rng is not None else np.random.default_rng()
+        self.batch_size, self.last = batch_size, n_batches - 1
+        earlier = self.rng.choice(max(n_batches - 1, 0), size=min(self.PROBES - 1, max(n_batches - 1, 0)),
+                                  replace=False)
+        self.points = {*earlier.tolist(), self.last}
+
+    def due(self, batch: int) -> bool:
+        return batch in self.points
+
+    def draw(self, batch: int, encoded: int) -> np.ndarray | None:
+        """Row indices (into the features so far) to encode again, or None when too few exist.
+        Never all of them, so a probe is never exactly the set of one earlier batch."""
+        large = batch == self.last
+        high = min(max(self.batch_size, self.LARGE) if large else self.batch_size, encoded - 1)
+        low = min(PROBE_IMAGES + 1, high) if large else 1
+        if high < 1:
+            return None
+        return self.rng.choice(encoded, size=int(self.rng.integers(low, high + 1)), replace=False)
+
+    def check(self, source: object, features: np.ndarray, rows: np.ndarray, again: np.ndarray) -> None:
+        if not np.isfinite(features).all():
+            return  # the evaluator's feature check names the first non-finite value
+        gap = feature_gap(features[rows], again, feature_scale(features))
+        if not np.isfinite(gap) or gap > PROBE_TOLERANCE:
+            refuse_unstable(source, len(rows), f"again after scoring began, in a batch of {len(rows)} "
+                            "in random order,", gap)
 
 
 class SandboxedModel:
@@ -135,6 +197,7 @@ class SandboxedModel:
             raise SubmissionError(f"{self.path}: more than {self.limits.reader.max_file_bytes} bytes, the "
                                   "cap for a model file. Fix: submit a smaller model, or a maintainer "
                                   "raises the cap (docs/submissions.md).")
+        self.sha256 = hashlib.sha256(data).hexdigest()  # of the very bytes the child will run
         if kind == "exported-program":
             try:
                 read_archive(data, self.limits.reader)  # refused files never reach torch
@@ -275,7 +338,10 @@ class SandboxedModel:
                 except (wire.WireError, subprocess.TimeoutExpired, OSError):
                     pass
             if process.poll() is None:
-                process.kill()
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)  # its own session: the group is the child's
+                except ProcessLookupError:
+                    pass
                 process.wait()
             for stream in (process.stdin, process.stdout):
                 try:

@@ -1,0 +1,138 @@
+"""Verified means unseen (docs/submissions.md): a model that memorised the public test split scores
+perfectly on it and collapses on a fresh draw, and its memorisation gap is flagged; an honest
+model's gap sits inside its interval. Built from the CPU track's real rendered test split."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from ident3d.datasets import ThreeDIdent
+from ident3d.evaluation import evaluate
+
+pytestmark = [pytest.mark.blender, pytest.mark.slow]
+FRESH = 300
+
+
+class Lookup(torch.nn.Module):
+    """The public split as a table: the image pooled to 16 x 16, the nearest stored image by a dot
+    product, and that image's latents (a plain export of allow-listed operators)."""
+
+    def __init__(self, images: torch.Tensor, latents: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("keys", self.key(images))
+        self.register_buffer("values", latents)
+
+    @staticmethod
+    def key(x: torch.Tensor) -> torch.Tensor:
+        k = torch.nn.functional.avg_pool2d(x, 4).flatten(1)
+        return k / k.norm(dim=1, keepdim=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.values.index_select(0, (self.key(x) @ self.keys.t()).argmax(1))
+
+
+class Pixels(torch.nn.Module):
+    """An honest, weak encoder: the image average-pooled to 8 x 8."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.adaptive_avg_pool2d(x, 8).flatten(1)
+
+
+def export(module: torch.nn.Module, path):
+    program = torch.export.export(module.eval(), (torch.rand(2, 3, 64, 64),),
+                                  dynamic_shapes=({0: torch.export.Dim.AUTO},))
+    torch.export.save(program, str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def lookup_model(cpu_track_data, tmp_path_factory):
+    split = ThreeDIdent(cpu_track_data, "test")
+    images = torch.from_numpy(np.stack([split.load_array(i) for i in range(len(split))])).permute(0, 3, 1, 2)
+    model = Lookup(images.float() / 255, torch.from_numpy(split.latents).float())
+    return export(model, tmp_path_factory.mktemp("lookup") / "lookup.pt2")
+
+
+def test_a_memorising_model_collapses_on_a_fresh_draw_and_is_flagged(cpu_track_data, lookup_model):
+    result = evaluate(lookup_model, cpu_track_data, fresh=FRESH, progress=False).document
+    assert result["dataset"]["track"] == "3dident-v2-64@1"
+    assert result["metrics"]["linear_r2"] > 0.999 and result["metrics"]["mcc_pearson"] > 0.999
+    fresh = result["fresh"]
+    assert fresh["seed_source"] == "entropy" and fresh["n"] == FRESH and fresh["memorised"]
+    assert fresh["metrics"]["linear_r2"] < 0.8  # far below its public score
+    gap = fresh["gap"]["linear_r2"]
+    assert gap["ci95"][0] > 0.1 and gap["above_chance"]
+
+
+def test_an_honest_model_keeps_its_score_and_a_revealed_draw_re_renders(cpu_track_data, tmp_path):
+    model = export(Pixels(), tmp_path / "pixels.pt2")
+    first = evaluate(model, cpu_track_data, fresh=FRESH, fresh_seed=12345, progress=False).document
+    fresh = first["fresh"]
+    assert fresh["seed_source"] == "given" and not fresh["memorised"]
+    for g in fresh["gap"].values():
+        assert g["ci95"][0] <= g["gap"] <= g["ci95"][1] and g["ci95"][0] <= 0 <= g["ci95"][1], g
+    again = evaluate(model, cpu_track_data, fresh=FRESH, fresh_seed=12345, progress=False).document
+    assert again["fresh"]["metrics"] == fresh["metrics"]  # anyone can re-render the draw and re-score it
+    assert again["fresh"]["gap"] == fresh["gap"]
+
+
+def test_fresh_needs_a_rendered_track(tmp_path, lookup_model):
+    from conftest import write_fake_split
+
+    from ident3d.errors import DatasetError
+
+    write_fake_split(tmp_path / "data", "test", n=20, size=64)
+    with pytest.raises(DatasetError, match="not a track's split"):
+        evaluate(lookup_model, tmp_path / "data", fresh=FRESH, progress=False)
+
+
+def test_a_split_with_one_percent_of_its_images_swapped_is_not_the_track(cpu_track_data, tmp_path, capsys):
+    """688 re-rendered images (tracks.toml) catch 50 swapped of 5,000 with probability above 99.9%.
+    The swaps avoid the images the pixel fingerprint reads, so the re-render is what catches them."""
+    from ident3d.cli import main
+
+    root = tmp_path / "altered"
+    shutil.copytree(cpu_track_data / "test", root / "test")
+    images = sorted((root / "test/images").iterdir())
+    swapped = np.random.default_rng().choice(np.arange(256, len(images)), size=len(images) // 100,
+                                             replace=False)
+    for i, j in zip(swapped, np.roll(swapped, 1), strict=True):  # each takes another's bytes
+        images[i].write_bytes((cpu_track_data / "test/images" / images[j].name).read_bytes())
+    manifest = json.loads((root / "test/manifest.json").read_text())
+    manifest["files"] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in images}
+    (root / "test/manifest.json").write_text(json.dumps(manifest))  # the swapper rewrites the checksums too
+    assert main(["-q", "verify", "--data", str(root), "--split", "test", "--track", "3dident-v2-64"]) == 1
+    out = capsys.readouterr().out
+    assert "test: 5000 images checked, 0 problems" in out  # the layout is intact: only the track check fails
+    assert "differs from a fresh render of its latents" in out and "688 images drawn at random" in out
+
+
+def test_the_memorising_model_is_not_a_verified_rank_one(cpu_track_data, lookup_model, tmp_path):
+    """`leaderboard add --checkpoint` scores a fresh draw; the table ranks a verified row by it."""
+    from ident3d.cli import main
+    from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+    from ident3d.leaderboard.markdown import render_markdown
+    from ident3d.leaderboard.ranking import ranked_tables
+
+    entries = tmp_path / "entries"
+    shutil.copytree(ENTRIES_DIR, entries)
+    result = evaluate(lookup_model, cpu_track_data, name="lookup", progress=False)
+    result.save(tmp_path / "lookup.json")
+    assert main(["-q", "leaderboard", "add", str(tmp_path / "lookup.json"), "--id", "Mallory2026Lookup",
+                 "--checkpoint", str(lookup_model), "--data", str(cpu_track_data), "--fresh", str(FRESH),
+                 "--entries", str(entries)]) == 0
+    board = load_entries(entries)
+    entry = next(e for e in board if e["id"] == "Mallory2026Lookup")
+    assert entry["status"] == "verified" and entry["result"]["fresh"]["memorised"]
+    assert entry["metrics"]["linear_r2"] > 0.999  # its public score stays on record
+    table = ranked_tables(board)[("3dident-v2-64@1", "ident3d-eval-v1")]
+    rank = next(i for i, row in enumerate(table, 1) if row["id"] == "Mallory2026Lookup")
+    assert rank > 1, "a lookup table of the public split ranked first"
+    line = next(line for line in render_markdown(board).splitlines() if "`Mallory2026Lookup`" in line)
+    assert "may have memorised it" in line
