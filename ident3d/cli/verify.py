@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ident3d.cli.arguments import add_dataset_root, positive_int, split_name
@@ -16,6 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="split to check (repeatable; default: all)")
     p.add_argument("--quick", action="store_true", help="decode a sample of 100 images per split (and "
                                                         "re-render 4, not the track's full sample)")
+    p.add_argument("--full", action="store_true", help="with --track: re-render every image of the split, "
+                                                       "not the track's random sample")
     p.add_argument("--repair", action="store_true",
                    help="re-render missing or broken images of a rendered split and re-pack a stale "
                         "images.npy, then check again")
@@ -44,12 +47,12 @@ def repair(root: Path, split: str, report, workers: int, progress: bool) -> None
         pack_split(root, split, progress=progress)
 
 
-def track_verdict(root: Path, split: str, name: str, quick: bool) -> bool:
+def track_verdict(root: Path, split: str, name: str, quick: bool, full: bool) -> bool:
     from ident3d.layout import SplitLayout
     from ident3d.tracks import differences, get_track
 
     track = get_track(name)
-    found = differences(track, SplitLayout(root, split), quick=quick)
+    found = differences(track, SplitLayout(root, split), quick=quick, full=full)
     print(f"{split}: {'is' if not found else 'is NOT'} the {split} split of track {track.id}")
     for difference in found:
         print(f"  - {difference}")
@@ -65,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
 
         raise DatasetError(f"{args.data}: no split found (no */raw_latents.npy). Fix: pass the "
                            "dataset root, the folder that holds train/ and test/.")
+    if args.full and (args.quick or not args.track):
+        print("error: --full re-renders every image of a track's split, so it needs --track and excludes "
+              "--quick. Fix: ident3d verify --data ROOT --split test --track NAME --full", file=sys.stderr)
+        return 2
     failed = False
     for split in splits:
         report = verify_split(args.data, split, args.quick)
@@ -78,5 +85,5 @@ def run(args: argparse.Namespace) -> int:
             print(f"  - {problem}")
         failed |= bool(report.problems)
         if args.track:
-            failed |= not track_verdict(args.data, split, args.track, args.quick)
+            failed |= not track_verdict(args.data, split, args.track, args.quick, args.full)
     return 1 if failed else 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import tempfile
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from ident3d import atomic
 from ident3d.atomic import sha256_array
 from ident3d.errors import DatasetError, Ident3dError, LatentError
 from ident3d.layout import SplitLayout, padding_width
@@ -49,10 +51,13 @@ def fingerprint(layout: SplitLayout, images: int, padding: int) -> tuple[list[fl
     return channel_stats(paths)
 
 
-def differences(track: Track, layout: SplitLayout, *, quick: bool = False) -> list[str]:
+def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full: bool = False) -> list[str]:
     """Everything that keeps ``layout`` from being ``track``'s split of that name; [] = verified.
 
-    ``quick`` re-renders a handful of images instead of the track's full sample."""
+    The track's sample (``recheck.images``, sized so that a split with 1% of its images altered
+    fails with probability at least 99.9%) is re-rendered once per content: a split whose every
+    byte was verified before on this machine (``verified_cache``) skips it. ``quick`` re-renders
+    a handful of images instead; ``full`` re-renders every image."""
     spec = track.split(layout.split)
     try:
         latents = read_array(layout.raw_latents, DatasetError, layout.repair_command())
@@ -95,8 +100,29 @@ def differences(track: Track, layout: SplitLayout, *, quick: bool = False) -> li
     found = _fingerprint_differences(track, layout, padding)
     if found:
         return found
-    count = QUICK_RECHECK_IMAGES if quick else track.recheck.get("images", 0)
-    return _rerender_differences(track, layout, latents, padding, count)
+    if quick:
+        return _rerender_differences(track, layout, latents, padding, QUICK_RECHECK_IMAGES)
+    try:
+        proof = verified_cache(track, layout, spec.n)
+    except OSError as error:
+        return [f"content: {getattr(error, 'filename', None) or layout.folder}: {error.strerror or error}"]
+    if proof.exists() and not full:
+        return []
+    found = _rerender_differences(track, layout, latents, padding,
+                                  len(latents) if full else track.recheck.get("images", 0))
+    if not found:
+        checked = "every image" if full else "a random sample"
+        atomic.write_bytes(proof, f"{track.id} {layout.split}: {checked} re-rendered\n".encode())
+    return found
+
+
+def verified_cache(track: Track, layout: SplitLayout, n: int) -> Path:
+    """Where this machine records that a split with exactly this content (every file's bytes, the
+    manifest's too) passed the track's re-render check: the user's cache folder, never the split,
+    so nobody who hands over a split can write the proof into it."""
+    digest = content_sha256(layout, n, extra=(layout.manifest,))
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return home / "ident3d" / "verified-splits" / f"{track.id}-{layout.split}-{digest}"
 
 
 def spec_sha256(variant: Variant) -> str:
@@ -158,10 +184,12 @@ def _rerender_differences(track: Track, layout: SplitLayout, latents: np.ndarray
     return []
 
 
-def content_sha256(layout: SplitLayout, n: int) -> str:
-    """One hash over a split's latents and every image file, in index order (names and bytes)."""
+def content_sha256(layout: SplitLayout, n: int, extra: tuple[Path, ...] = ()) -> str:
+    """One hash over a split's latents and every image file, in index order (names and bytes), and
+    over the ``extra`` files after them."""
     h = hashlib.sha256()
-    paths = [layout.raw_latents, layout.latents, *(layout.image(i, padding_width(n)) for i in range(n))]
+    paths = [layout.raw_latents, layout.latents, *(layout.image(i, padding_width(n)) for i in range(n)),
+             *extra]
     for path in paths:
         with open_regular(path) as f:
             digest = hashlib.file_digest(f, "sha256").hexdigest()
