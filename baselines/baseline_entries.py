@@ -60,7 +60,8 @@ def training_data(config: dict[str, Any] | None, track: str) -> str:
 
 def add_entries(experiment: Experiment, out: Path, entries: Path) -> list[Path]:
     """Re-score every finished run's encoder under both protocols (the leaderboard's own re-scoring)
-    and write a verified entry for each that has none yet."""
+    and write a public-split entry for each that has none yet (scored from the model file on the
+    public split; `ident3d leaderboard add --checkpoint` adds the fresh draw that makes it verified)."""
     from ident3d.leaderboard.entries import entry_from_result, rescore, write_entry
 
     written = []
@@ -78,7 +79,7 @@ def add_entries(experiment: Experiment, out: Path, entries: Path) -> list[Path]:
                 continue
             result = rescore(run[key], run["folder"] / "encoder.pt2", data)
             entry = entry_from_result(
-                result, entry_id, status="verified", name=f"{spec.folder} ({experiment.label})",
+                result, entry_id, status="public-split", name=f"{spec.folder} ({experiment.label})",
                 authors=["ident3d maintainers"], training_data=training_data(run["config"], track),
                 positives=about["positives"], loss=about["loss"], model_space=about["model_space"],
                 footnote=f"{about['budget']}; reproduce: {reproduce_command(experiment, spec)}",

@@ -16,11 +16,11 @@ from typing import Any
 from ident3d import atomic
 from ident3d.errors import ResultError
 from ident3d.readers import read_json
-from ident3d.results import METRIC_KEYS, Result, schema_problem, validate_result
+from ident3d.results import METRIC_KEYS, Result, schema_error, schema_problem, validate_result
 from ident3d.tracks import tracks
 
 ENTRY_SCHEMA = "ident3d-leaderboard-entry/1"
-RESCORED = ("verified", "verified-once")  # scored by the evaluator from a checkpoint of known sha256
+RESCORED = ("verified", "public-split")  # scored by the evaluator from a checkpoint of known sha256
 ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
 
 
@@ -52,12 +52,9 @@ class Entry(Mapping[str, Any]):
 def validate_entry(entry: Any, source: str, result_checked: bool = False) -> dict[str, Any]:
     """Raise ResultError naming ``source`` and the first offending field; return the entry. With
     ``result_checked`` the embedded result is a ``Result`` already validated at its boundary."""
-    import jsonschema
-
-    try:
-        jsonschema.validate(entry, entry_schema())
-    except jsonschema.ValidationError as error:
-        raise ResultError(f"{source}: {schema_problem(error)}") from None
+    error = schema_error(entry, "ident3d.leaderboard.schemas", "entry-v1.json")
+    if error is not None:
+        raise ResultError(f"{source}: {schema_problem(error)}")
     if entry["result"] is not None:
         try:
             if not result_checked:
@@ -79,11 +76,29 @@ def validate_entry(entry: Any, source: str, result_checked: bool = False) -> dic
         if entry["status"] in RESCORED and entry["checkpoint_sha256"] != scored:
             raise ResultError(f"{source}: field checkpoint_sha256: {entry['checkpoint_sha256']} is not "
                               f"the scored model's {scored}")
+        problem = fresh_problem(entry) if entry["status"] == "verified" else None
+        if problem:
+            raise ResultError(f"{source}: field result/fresh: {problem}")
         for key in METRIC_KEYS:
             if entry["metrics"].get(key) != entry["result"]["metrics"].get(key):
                 raise ResultError(f"{source}: field metrics/{key}: {entry['metrics'].get(key)} "
                                   f"differs from the result's {entry['result']['metrics'].get(key)}")
     return entry
+
+
+def fresh_problem(entry: Mapping[str, Any]) -> str | None:
+    """Why a ``verified`` entry's result does not prove an unseen score, or None: the verifier must
+    have rendered a draw of the entry's own track from a seed drawn then (a re-rendered, revealed
+    seed proves only that the numbers reproduce)."""
+    fresh = entry["result"].get("fresh")
+    if fresh is None:
+        return ("a verified entry is scored on a fresh draw, and this result has none. Fix: "
+                "`ident3d leaderboard add --checkpoint FILE --data ROOT` scores one")
+    if fresh["seed_source"] != "entropy":
+        return "the draw was rendered from a given seed, so the model could have seen it"
+    if fresh["track"] != entry["dataset"]:
+        return f"the draw is of {fresh['track']}, the entry's track is {entry['dataset']}"
+    return None
 
 
 def load_entries(directory: Path = ENTRIES_DIR) -> list[Entry]:
@@ -175,24 +190,26 @@ def entry_from_result(result: Result | dict[str, Any], entry_id: str, *, status:
 
 
 def rescore(result: Result | dict[str, Any], checkpoint: Path, data: Path, tolerance: float = 1e-4,
-            claimed_by: str = "the result file") -> Result:
-    """Score ``checkpoint`` again on ``data`` under the result's protocol and split; return the fresh
-    result (validated by the evaluator) when every metric (the means and every per-latent value)
-    matches the submitted one, else raise naming the first that differs."""
+            claimed_by: str = "the result file", fresh: int | str | None = None) -> Result:
+    """Score ``checkpoint`` again on ``data`` under the result's protocol and split; return the new
+    result (validated by the evaluator) when every public-split metric (the means and every
+    per-latent value) matches the submitted one, else raise naming the first that differs. With
+    ``fresh`` (a number of images, or "track" for the track's default) the same run also scores a
+    fresh draw (``ident3d.fresh``), which the returned result carries."""
     from ident3d.evaluation import evaluate
 
     result = result.document if isinstance(result, Result) else result
     scored = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
-                      name=result["model"]["name"], progress=False)
-    fresh = scored.document
-    if track_of(fresh) != track_of(result):
+                      name=result["model"]["name"], progress=False, fresh=fresh)
+    document = scored.document
+    if track_of(document) != track_of(result):
         raise ResultError(f"field dataset/track: {claimed_by} says {track_of(result)}, but {data} is "
-                          f"{track_of(fresh)}. Fix: re-score on the data the result was made on.")
-    pairs = [(f"metrics/{key}", submitted, fresh["metrics"].get(key))
+                          f"{track_of(document)}. Fix: re-score on the data the result was made on.")
+    pairs = [(f"metrics/{key}", submitted, document["metrics"].get(key))
              for key, submitted in result["metrics"].items()]
-    fresh_latents = {row["factor"]: row for row in fresh.get("per_latent", [])}
+    rescored_latents = {row["factor"]: row for row in document.get("per_latent", [])}
     for row in result.get("per_latent", []):
-        again = fresh_latents.get(row.get("factor"), {})
+        again = rescored_latents.get(row.get("factor"), {})
         pairs += [(f"per_latent/{row.get('factor')}/{key}", row[key], again.get(key))
                   for key in METRIC_KEYS if key in row]
     for field, submitted, again in pairs:
@@ -214,10 +231,12 @@ def recheck(entry: Mapping[str, Any], checkpoint: Path, data: Path) -> Recheck:
     its result's per-latent values); raise naming the first value that differs. Equal scores from
     different bytes happen when a model is exported again by another version of torch or of this
     package; ``same_file`` tells them apart."""
-    fresh = rescore({**entry["result"], "metrics": entry["metrics"]}, checkpoint, data,
+    again = rescore({**entry["result"], "metrics": entry["metrics"]}, checkpoint, data,
                     claimed_by=f"entry {entry['id']}").document
+    if "fresh" in entry["result"]:  # the draw the entry was verified on stays its unseen score
+        again = {**again, "fresh": entry["result"]["fresh"]}
     document = dict(entry.document if isinstance(entry, Entry) else entry)
-    document.update(result=fresh, metrics=fresh["metrics"], checkpoint_sha256=fresh["model"]["sha256"])
+    document.update(result=again, metrics=again["metrics"], checkpoint_sha256=again["model"]["sha256"])
     return Recheck(Entry.parse(document, f"entry {entry['id']} re-scored"),
                    atomic.sha256_file(checkpoint) == entry.get("checkpoint_sha256"))
 

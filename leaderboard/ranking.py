@@ -19,9 +19,21 @@ Table = tuple[str, str]  # (dataset, protocol)
 GROUP_AGREES_ON = ("loss", "positives", "model_space", "training_data", "status", "paper", "code")
 
 
+def fresh_draw(row: Row) -> Mapping[str, Any] | None:
+    """A verified entry's fresh draw (``result.fresh``); None for any other row."""
+    return (row.get("result") or {}).get("fresh") if row.get("status") == "verified" else None
+
+
+def scores(row: Row) -> Mapping[str, float | None]:
+    """The scores a row is ranked and shown by: a verified entry's fresh draw (images rendered when it
+    was verified, which no model could have memorised), else its public-split metrics."""
+    draw = fresh_draw(row)
+    return draw["metrics"] if draw else row["metrics"]
+
+
 def rank_key(row: Row) -> tuple[float, float, str]:
     """Higher MCC first, then higher linear R^2; a missing MCC ranks below every number."""
-    m = row["metrics"]
+    m = scores(row)
     mcc = m.get("mcc_pearson")
     return (-(mcc if mcc is not None else -1.0), -m["linear_r2"], row["id"])
 
@@ -45,7 +57,7 @@ def seed_group_row(name: str, runs: list[Row]) -> Row:
             raise ResultError(f"seed_group {name!r} joins entries that differ in {field} "
                               f"({', '.join(r['id'] for r in runs)}: {' vs '.join(differing)}). Fix: give "
                               "runs of different methods different seed_group values, or correct the field.")
-    stats = {key: _mean_and_sd([r["metrics"].get(key) for r in runs]) for key in METRIC_KEYS}
+    stats = {key: _mean_and_sd([scores(r).get(key) for r in runs]) for key in METRIC_KEYS}
     return {**{field: first.get(field) for field in GROUP_AGREES_ON},
             "id": f"group:{name}", "name": f"{name} (mean of {len(runs)} seeds)", "authors": first["authors"],
             "dataset": first["dataset"], "protocol": first["protocol"], "seed_group": name,

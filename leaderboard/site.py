@@ -7,7 +7,7 @@ import statistics
 from importlib.resources import files
 
 from ident3d.leaderboard.companions import COLUMNS, companion_metrics
-from ident3d.leaderboard.ranking import Row, ranked_tables
+from ident3d.leaderboard.ranking import Row, fresh_draw, ranked_tables, scores
 from ident3d.tracks import tracks
 from ident3d.variants import FACTOR_NAMES
 
@@ -19,6 +19,10 @@ LATENT_KEYS = ("linear_r2", "mcc_pearson")
 def page_row(row: Row) -> dict:
     """What the page shows of a table row; a seed group carries its runs and their mean per latent."""
     shown = {k: row.get(k) for k in PAGE_FIELDS}
+    shown["metrics"] = dict(scores(row))  # a verified row's fresh draw
+    draw = fresh_draw(row)
+    shown["fresh"] = {"n": draw["n"], "public": row["metrics"], "gap": draw["gap"],
+                      "memorised": draw["memorised"]} if draw else None
     shown["companions"] = companion_metrics(row)  # DCI, extrapolation and OOD, where the result has them
     if "runs" in row:
         shown["runs"] = [page_row(run) for run in row["runs"]]

@@ -22,7 +22,7 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path):
     board = (tmp_path / "leaderboard/LEADERBOARD.md").read_text()
     assert "Demo2026Smoke" in board and "Zimmermann2021Contrastive_normal-box" in board
     entry = json.loads((tmp_path / "leaderboard/entries/Demo2026Smoke.json").read_text())
-    assert entry["status"] == "verified" and entry["checkpoint_sha256"] == smoke["model"]["sha256"]
+    assert entry["status"] == "public-split" and entry["checkpoint_sha256"] == smoke["model"]["sha256"]
     assert (tmp_path / "leaderboard/site/index.html").stat().st_size > 5000
     for variant in ("v2", "legacy"):
         assert (tmp_path / f"figures/traversal-{variant}.png").stat().st_size > 1000

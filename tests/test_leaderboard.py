@@ -76,30 +76,36 @@ def test_malformed_entries_are_rejected_with_the_field_named(change, field):
     assert message.startswith("x.json") and (f"field {field}" in message or f"'{field}'" in message), message
 
 
-def test_verified_needs_a_checkpoint_hash_and_a_result():
+def test_verified_needs_a_checkpoint_hash_a_result_and_an_unseen_fresh_draw():
     entry = paper_entry()
     entry["status"] = "verified"
     with pytest.raises(ResultError, match="field (checkpoint_sha256|result)"):
         validate_entry(entry, "x.json")
-    verified = entry_from_result(fake_result(), "Doe2026Contrastive", status="verified").document
-    assert verified["checkpoint_sha256"] == "ab" * 32
-    verified["checkpoint_sha256"] = "ef" * 32
+    with pytest.raises(ResultError, match="field result/fresh: a verified entry is scored on a fresh draw"):
+        entry_from_result(fake_result(), "Doe2026Contrastive", status="verified")
+    public = entry_from_result(fake_result(), "Doe2026Contrastive", status="public-split").document
+    assert public["checkpoint_sha256"] == "ab" * 32
+    public["checkpoint_sha256"] = "ef" * 32
     with pytest.raises(ResultError, match="field checkpoint_sha256: .* the scored model"):
-        validate_entry(verified, "v.json")
+        validate_entry(public, "v.json")
+    drawn = fake_result()
+    drawn["fresh"] = {"seed": 7, "seed_source": "given", "n": 100, "track": "3dident-published@1",
+                      "render_settings": {}, "metrics": drawn["metrics"], "per_latent": drawn["per_latent"],
+                      "gap": {"linear_r2": {"public": 0.8, "fresh": 0.8, "fresh_ci95": [0.7, 0.9], "gap": 0.0,
+                                            "ci95": [-0.1, 0.1], "above_chance": False}},
+                      "memorised": False}
+    with pytest.raises(ResultError, match="rendered from a given seed"):  # a revealed draw is not unseen
+        entry_from_result(drawn, "Doe2026Contrastive", status="verified")
+    drawn["fresh"]["seed_source"] = "entropy"
+    assert entry_from_result(drawn, "Doe2026Contrastive", status="verified")["status"] == "verified"
 
 
-def test_no_committed_entry_is_verified_without_its_model_file():
-    """'verified' promises a re-score anyone can repeat; an entry whose checkpoint was not kept says
-    'verified-once', and like 'verified' it must carry the scored model's sha256."""
-    from ident3d.leaderboard.entries import load_entries
-
-    entries = load_entries(Path(__file__).resolve().parents[1] / "leaderboard" / "entries")
-    lost = [e for e in entries if "not kept" in (e["footnote"] or "")]
-    assert lost and all(e["status"] == "verified-once" for e in lost)
-    once = entry_from_result(fake_result(), "Doe2026Contrastive", status="verified-once").document
-    once["checkpoint_sha256"] = "ef" * 32
-    with pytest.raises(ResultError, match="field checkpoint_sha256: .* the scored model"):
-        validate_entry(once, "x.json")
+def test_no_committed_entry_is_verified_without_a_fresh_draw(committed_entries):
+    """Every committed entry re-scored from a model file was scored on the public split only (the
+    files were not kept, so no fresh draw can be scored): public-split, with the file's sha256."""
+    rescored = [e for e in committed_entries if e["status"] not in ("self-reported", "reported-in-paper")]
+    assert rescored and {e["status"] for e in rescored} == {"public-split"}
+    assert all(e["checkpoint_sha256"] == e["result"]["model"]["sha256"] for e in rescored)
 
 
 def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
@@ -220,9 +226,10 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
                                "--entries", str(entries)],
                               capture_output=True, text=True)
 
-    assert add("good.json", "Doe2026Flat").returncode == 0
+    added = add("good.json", "Doe2026Flat")
+    assert added.returncode == 0 and "no fresh draw" in added.stdout, added.stderr  # custom data
     entry = json.loads((entries / "Doe2026Flat.json").read_text())
-    assert entry["status"] == "verified" and entry["checkpoint_sha256"] == result["model"]["sha256"]
+    assert entry["status"] == "public-split" and entry["checkpoint_sha256"] == result["model"]["sha256"]
     refused = add("inflated.json", "Doe2026Inflated")
     assert refused.returncode == 1 and "metrics/linear_r2" in refused.stderr
     assert not (entries / "Doe2026Inflated.json").exists()
@@ -392,6 +399,12 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         lines = Path(download.value.path()).read_text().strip().splitlines()
         assert lines[0].startswith('"rank","id","name","seed_group","track"') and len(lines) == 1 + 8
         assert '"linear_r2:object_x"' in lines[0] and '"mcc_pearson:spotlight_hue"' in lines[0]
+        crafted = page.evaluate("""() => csv([{id: "x", rank: 1, name: "=HYPERLINK(1)", dataset: "+t",
+            protocol: "-p", status: "@s", positives: "\\tq", loss: "\\rl", model_space: "box",
+            metrics: {linear_r2: -0.5}, paper: "", footnote: "=1+1"}])""").split("\r\n")[1]
+        assert crafted.startswith('"1","x","\'=HYPERLINK(1)","","\'+t","\'-p","\'@s","\'\tq","\'\rl",'
+                                  '"box","-0.5"')
+        assert crafted.endswith('"\'=1+1"')  # text is defused, a negative number stays a number
 
         page.select_option("#dataset", largest[0])  # a table with per-latent scores and a seed group
         page.select_option("#protocol", largest[1])
@@ -419,8 +432,8 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         kept = rows.evaluate_all("rows => rows.map(r => [r.dataset.id, r.children[0].textContent])")
         assert kept == [["Zimmermann2021Contrastive_supervised", "1"]]
         page.fill("#search", "")
-        page.select_option("#status", "verified")
-        assert rows.count() == sum(1 for e in paper if e["status"] == "verified")
+        page.select_option("#status", "public-split")
+        assert rows.count() == sum(1 for e in paper if e["status"] == "public-split")
         page.select_option("#status", "reported-in-paper")
         page.click("#board th[data-key=mcc_pearson]")
         view = page.url
@@ -539,7 +552,7 @@ def test_compare_shows_the_rows_around_and_per_latent_differences(tmp_path):
     entries.mkdir()
     for i, (r2, mcc) in enumerate(((0.9, 0.9), (0.8, 0.8), (0.7, 0.7), (0.6, 0.6), (0.5, 0.5), (0.4, 0.4))):
         write_entry(entry_from_result(fake_result(r2, mcc, sha=f"{i:02d}" * 32), f"Doe2026Model_n{i}",
-                                      status="verified"), entries)
+                                      status="public-split"), entries)
     result = tmp_path / "result.json"
     result.write_text(json.dumps(fake_result(0.55, 0.55)))
     out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
@@ -656,7 +669,7 @@ def test_leaderboard_add_validates_the_submitted_result_once(tmp_path, monkeypat
     assert load_entries(tmp_path / "entries")[0]["id"] == "Doe2026Once"
 
 
-def test_block_identifiability_table_is_the_entries():
+def test_block_identifiability_table_is_the_entries(committed_entries):
     from ident3d.leaderboard.blocks_report import BEGIN, END, PAGES, section
     from ident3d.leaderboard.entries import entry_from_result
 
@@ -669,5 +682,5 @@ def test_block_identifiability_table_is_the_entries():
            "10.0 / – |" in table and "Doe2026Plain" not in table
     for page in PAGES:
         text = page.read_text()
-        assert text[text.index(BEGIN):text.index(END) + len(END)] == section(load_entries()), \
+        assert text[text.index(BEGIN):text.index(END) + len(END)] == section(committed_entries), \
             f"{page.name}'s block table is stale. Fix: python -m ident3d.leaderboard.blocks_report --write"

@@ -133,7 +133,7 @@ def test_entries_are_rescored_and_verified(tmp_path):
                                                "Ident2026CpuTrack_v2-pixels.json"]
     loaded = {e["id"]: e for e in load_entries(entries)}
     entry = loaded["Ident2026CpuTrack_v2-pixels"]
-    assert entry["status"] == "verified" and entry["model_space"] == "pixels"
+    assert entry["status"] == "public-split" and entry["model_space"] == "pixels"
     assert entry["checkpoint_sha256"] == json.loads((run / "result.json").read_text())["model"]["sha256"]
     assert loaded["Ident2026CpuTrack_v2-pixels-clica"]["protocol"] == "cl-ica-2021"
     assert add_entries(experiment, out, entries) == []  # a second run adds nothing and overwrites nothing

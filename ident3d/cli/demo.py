@@ -94,7 +94,7 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
     for committed in sorted(ENTRIES_DIR.glob("*.json")):
         shutil.copy(committed, entries / committed.name)
     rows = [  # (id, result file, status, positives, loss, space)
-        ("Demo2026Smoke", smoke_result, "verified", "Normal (sigma 0.1)", "InfoNCE, L2", "box"),
+        ("Demo2026Smoke", smoke_result, "public-split", "Normal (sigma 0.1)", "InfoNCE, L2", "box"),
         ("Demo2026Pixels", readouts["pixel-readout"], "self-reported", "none", "none (pixels)",
          "pixels"),
         ("Demo2026Oracle", readouts["true-latents"], "self-reported", "none", "none (true latents)",

@@ -3,6 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ident3d.cli.arguments import positive_int
+
 HELP = ("build the leaderboard (LEADERBOARD.md and the web page), add a result, see where it ranks, or "
         "re-score an entry's model file")
 EXAMPLE = ("ident3d leaderboard compare runs/normal-box/result.json\n"
@@ -63,8 +65,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add.add_argument("--seed-group", metavar="NAME",
                      help="the same NAME on each seed's entry of one method: one row (mean ± sd)")
     add.add_argument("--checkpoint", type=Path,
-                     help="the model file: re-score it on --data and mark the entry verified")
+                     help="the model file: re-score it on --data and on a fresh draw of the track rendered "
+                          "now, and mark the entry verified (docs/leaderboard.md)")
     add.add_argument("--data", type=Path, help="dataset root for re-scoring --checkpoint")
+    add.add_argument("--fresh", type=positive_int, metavar="N",
+                     help="images of the fresh draw for --checkpoint (default: the track's fresh_images)")
 
 
 def _read_result(path: Path):
@@ -111,7 +116,15 @@ def _track_id(name: str | None) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from ident3d.leaderboard.build import build, stale
     from ident3d.leaderboard.compare import report
-    from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, rescore, write_entry
+    from ident3d.leaderboard.entries import (
+        ENTRIES_DIR,
+        entry_from_result,
+        load_entries,
+        rescore,
+        track_of,
+        write_entry,
+    )
+    from ident3d.tracks import get_track
 
     here = Path.cwd()
     if args.action in ("compare", "export", "rescore"):
@@ -173,7 +186,16 @@ def run(args: argparse.Namespace) -> int:
             from ident3d.errors import ResultError
 
             raise ResultError("--checkpoint needs --data ROOT (the dataset to re-score it on).")
-        result, status = rescore(result, args.checkpoint, args.data), "verified"
+        drawable = get_track(track_of(result.document)) if not track_of(result.document).startswith(
+            "custom:") else None
+        fresh = (args.fresh or "track") if drawable and drawable.source == "render" else None
+        result = rescore(result, args.checkpoint, args.data, fresh=fresh)
+        status = "verified" if fresh else "public-split"
+        if fresh:
+            print("\n".join(result.fresh_lines()))
+        else:
+            print("no fresh draw: the result is not on a rendered track's split, so the entry is "
+                  "public-split (scored from the model file on the public split only)")
     entry = entry_from_result(result, args.id, status=status, name=args.name, authors=args.authors,
                               paper=args.paper, code=args.code, training_data=args.training_data,
                               positives=args.positives, loss=args.loss, model_space=args.model_space,
