@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 EXTRAS := baselines,render,faiss,distributed,zenodo,exchange,docs,dev
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test demo lint bench clean
+.PHONY: venv test check demo lint bench clean
 
 venv: $(STAMP)
 
@@ -17,8 +17,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
+# Everything but the GPU tests: what CI runs (.ci/run) and the README names.
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
+
+# The fast tier for the edit-test loop: no Blender, no browser, no environment builds, nothing slow
+# (docs/architecture.md, "Tests").
+check: $(STAMP)
+	$(BIN)/python -m pytest -m "not blender and not slow and not browser and not env and not gpu" $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(BIN)/ident3d demo $(DEMO_ARGS)

@@ -2,6 +2,8 @@ import hashlib
 import io
 import json
 import os
+import shutil
+import sys
 import tarfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -10,6 +12,58 @@ from pathlib import Path
 import pytest
 
 from ident3d.synthetic import write_synthetic_split as write_fake_split  # noqa: F401 (used by tests)
+
+REPO = Path(__file__).resolve().parents[1]
+# Renders kept across test runs live beside the user's own cache, found before the session moves HOME
+TEST_CACHE = Path(os.environ.get("IDENT3D_TEST_CACHE") or Path.home() / ".cache" / "ident3d-tests")
+# Everything that decides a rendered track split's pixels: the mapping from latents to the scene, the
+# sampling, the variant specs, the track table, the renderer, and the versions of Blender and numpy.
+PIXEL_SOURCES = ("render/**/*.py", "render/data/**/*", "ident3d/scene.py", "ident3d/latents.py",
+                 "ident3d/regions.py", "ident3d/variants/*", "ident3d/tracks.toml")
+
+
+def pixel_key() -> str:
+    """A hash of ``PIXEL_SOURCES`` and the bpy and numpy versions: a cached render is reused only
+    while nothing that determines its pixels has changed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    digest = hashlib.sha256()
+    for pattern in PIXEL_SOURCES:
+        for path in sorted(p for p in REPO.glob(pattern) if p.is_file() and "__pycache__" not in p.parts):
+            digest.update(f"{path.relative_to(REPO)}\0".encode() + path.read_bytes())
+    for dist in ("bpy", "numpy"):
+        try:
+            digest.update(f"{dist}={version(dist)}".encode())
+        except PackageNotFoundError:
+            digest.update(f"{dist}=none".encode())
+    return digest.hexdigest()[:16]
+
+
+@pytest.fixture(scope="session")
+def cpu_track_data(blender_home) -> Path:
+    """A dataset root holding the CPU track's test split (3dident-v2-64@1, 5,000 images), rendered
+    once and kept across runs under ``pixel_key()``. Read-only: copy it before changing anything.
+    Whoever uses it as the track still proves it (``verify --track`` re-renders a random sample)."""
+    pytest.importorskip("bpy", reason='needs bpy: pip install "ident3d[render]"')
+    cached = TEST_CACHE / f"cpu-track-{pixel_key()}"
+    if not (cached / "test/manifest.json").exists():
+        from ident3d.render.job import plan_track_job, render_split
+        from ident3d.tracks import get_track
+
+        building = TEST_CACHE / f".cpu-track-{os.getpid()}"
+        shutil.rmtree(building, ignore_errors=True)
+        render_split(plan_track_job(building, get_track("3dident-v2-64"), "test"), workers=2, progress=False)
+        shutil.rmtree(cached, ignore_errors=True)  # a half-copied earlier attempt
+        os.rename(building, cached)
+    return cached
+
+
+@pytest.fixture(scope="session")
+def committed_entries():
+    """Every committed leaderboard entry, loaded and validated once per run. Read-only."""
+    from ident3d.leaderboard.entries import load_entries
+
+    return tuple(load_entries())
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -21,6 +75,15 @@ def blender_home(tmp_path_factory):
     yield Path(home)
     if old is not None:
         os.environ["HOME"] = old
+
+
+def pytest_configure(config):
+    """A run that excludes the ``blender`` marker hides bpy (tests/without_blender), in this process
+    and in every process it starts, so an unmarked test that renders fails instead of slowing it."""
+    if "not blender" in (config.getoption("markexpr") or ""):
+        guard = str(Path(__file__).resolve().parent / "without_blender")
+        sys.path.insert(0, guard)
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [guard, os.environ.get("PYTHONPATH")]))
 
 
 def pytest_collection_modifyitems(config, items):

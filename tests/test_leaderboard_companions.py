@@ -3,7 +3,6 @@ a row's result has them, a seed group's as its runs' mean, and no such columns e
 
 import copy
 
-from ident3d.leaderboard.entries import load_entries
 from ident3d.leaderboard.markdown import render_markdown
 
 
@@ -27,14 +26,14 @@ def without_companions(entries):
     return out
 
 
-def test_the_re_scored_pixel_entry_carries_its_companions():
-    pixels = next(e for e in load_entries() if e["id"] == "Ident2026CpuTrack_v2-pixels")
+def test_the_re_scored_pixel_entry_carries_its_companions(committed_entries):
+    pixels = next(e for e in committed_entries if e["id"] == "Ident2026CpuTrack_v2-pixels")
     assert pixels["result"]["dci"]["protocol"] == "ident3d-dci"
     assert pixels["result"]["extrapolation"]["protocol"] == "ident3d-extrapolation"
 
 
-def test_companion_columns_appear_where_a_row_has_them():
-    entries = without_companions(load_entries())
+def test_companion_columns_appear_where_a_row_has_them(committed_entries):
+    entries = without_companions(committed_entries)
     before = render_markdown(entries)
     assert "D (%)" not in before
     runs = [e for e in entries
@@ -51,8 +50,8 @@ def test_companion_columns_appear_where_a_row_has_them():
     assert after.split("· ident3d-eval-v1")[0] == before.split("· ident3d-eval-v1")[0]
 
 
-def test_an_ood_column_appears_only_for_the_splits_a_row_was_scored_on():
-    entries = without_companions(load_entries())
+def test_an_ood_column_appears_only_for_the_splits_a_row_was_scored_on(committed_entries):
+    entries = without_companions(committed_entries)
     # every seed of the supervised group (its row shows the seeds' mean), however many are committed
     targets = {e["id"] for e in entries
                if e.get("seed_group") == "v2-supervised" and e["protocol"] == "ident3d-eval-v1"}
@@ -73,10 +72,10 @@ def test_an_ood_column_appears_only_for_the_splits_a_row_was_scored_on():
     assert "D (%)" not in table  # no row has DCI here: no such column
 
 
-def test_the_content_style_tables_show_the_block_r2_of_each_entry():
+def test_the_content_style_tables_show_the_block_r2_of_each_entry(committed_entries):
     from ident3d.leaderboard.markdown import percent
 
-    entries = load_entries()
+    entries = committed_entries
     markdown = render_markdown(entries)
     for protocol, fits in (("ident3d-eval-v1", ("linear", "kernel")), ("cl-ica-2021", ("linear",))):
         table = markdown.split(f"(`3dident-v2-64-cs@1`) · {protocol}")[1].split("\n## ")[0]

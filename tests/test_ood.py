@@ -189,11 +189,10 @@ def test_the_evaluator_scores_the_rendered_ood_splits_and_refuses_a_forged_one(
     assert "ood" not in plain and "test-extrapolation" in caplog.text
 
 
-def test_the_committed_ood_figures_and_table_are_the_entries():
-    from ident3d.leaderboard.entries import load_entries
+def test_the_committed_ood_figures_and_table_are_the_entries(committed_entries):
     from ident3d.leaderboard.ood_report import BEGIN, END, FIGURES, PAGE, figures, section
 
-    entries = load_entries()
+    entries = committed_entries
     made = figures(entries)
     assert made, "no committed entry has an OOD section"
     assert sorted(p.name for p in FIGURES.glob("*.svg")) == sorted(made)

@@ -4,10 +4,12 @@ earlier page is not run again (the README's quickstarts repeat lines of the guid
 
 Only sizes are shrunk, mostly by appending flags (argparse keeps the last value), so the pages
 show real commands: renders use the preview preset at 64 px with 24 images (a shard I/N becomes
-I/1) except track renders, which render the CPU track's whole 5,000-image test split; training
-runs 2 steps on CPU, downloads come from a fake Zenodo record on 127.0.0.1, and
-leaderboard commands write into the scratch folder instead of the repository. `make demo` is run
-by test_demo.py (as `ident3d demo`) and `make test` is this suite itself; no other line is skipped.
+I/1) except track renders, which find the CPU track's whole 5,000-image test split already there
+(copied from the session's cached render, ``cpu_track_data`` in conftest.py, which the page's own
+``verify --track`` line proves to be the track's by re-rendering a random sample); training runs 2
+steps on CPU, downloads come from a fake Zenodo record on 127.0.0.1, and leaderboard commands write
+into the scratch folder instead of the repository. `make demo` is run by test_demo.py (as `ident3d
+demo`) and `make test` is this suite itself; no other line is skipped.
 The hour-long reproduction commands sit in `text` blocks: documented, not CI's to run. The bundle
 the README's `ident3d publish` writes (the CPU track's test split) is checked as the Croissant
 validator checks it.
@@ -65,10 +67,13 @@ def shrink(argv: list[str], scratch: Path, zenodo_url: str) -> list[str]:
 
 
 @pytest.mark.timeout(1500)  # every README command, renders and training included
-def test_every_readme_command_runs(tmp_path, monkeypatch):
+def test_every_readme_command_runs(tmp_path, monkeypatch, cpu_track_data):
     from ident3d.leaderboard.entries import ENTRIES_DIR
 
     shutil.copytree(ENTRIES_DIR, tmp_path / "entries")
+    # The CPU track's test split as `ident3d render --track` leaves it, from the cross-run cache: the
+    # render command then finds it complete, and `verify --track` still re-renders a random sample.
+    shutil.copytree(cpu_track_data / "test", tmp_path / "data/cpu-track/test")
     write_fake_split(tmp_path / "src/3dident", "test", n=20, manifest=False)
     server = FakeZenodo({"3dident_test.tar": make_tar(tmp_path / "src/3dident", "3dident")})
     env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0"}
