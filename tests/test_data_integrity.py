@@ -315,8 +315,13 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
             for p in folder.rglob("*") if not p.relative_to(folder).parts[0] == "out"}
 
 
+RENDERS = {"track-noise-with-the-fingerprint"}  # re-renders a sample in Blender
+
+
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", [pytest.param(c, marks=[pytest.mark.blender] if c.name in RENDERS else [])
+                                  for c in CASES], ids=[c.name for c in CASES])
+@pytest.mark.slow
 def test_data_integrity_case(case: Case, world: Path, capsys):
     before = snapshot(world)
     argv = [a.replace("{w}", str(world)) for a in case.argv]

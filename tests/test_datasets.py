@@ -69,6 +69,7 @@ def collect(pairs, **loader_kw):
     return [torch.cat([b[k] for b in loader]) for k in range(4)]
 
 
+@pytest.mark.slow
 def test_pairs_identical_for_any_worker_count(fake_split):
     pairs = ContrastivePairs(ThreeDIdent(fake_split), scale=0.3, seed=11, epoch_length=40)
     reference = collect(pairs, num_workers=0)
@@ -107,6 +108,7 @@ class LatentsOnly:
         return len(self.latents)
 
 
+@pytest.mark.slow
 def test_spread_grows_with_scale_and_pre_snap_anchors_inflate_it():
     data = LatentsOnly(50000)
     spread = {s: ContrastivePairs(data, scale=s).effective_conditional(4000).mean()
@@ -159,6 +161,7 @@ def test_top_level_exports_and_negative_indices(tmp_path):
         ident3d.NoSuchThing  # noqa: B018
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ctx", ["fork", "spawn"])
 @pytest.mark.parametrize("first_call", [True, False])
 def test_set_epoch_reaches_persistent_workers(fake_split, ctx, first_call):

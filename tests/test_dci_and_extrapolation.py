@@ -69,6 +69,7 @@ def extrapolation(h):
     return readout_extrapolation(Z[FIT], h[FIT], Z[SCORE], h[SCORE], kernel, NAMES)
 
 
+@pytest.mark.slow
 def test_an_affine_code_extrapolates_and_a_saturating_one_does_not():
     affine = extrapolation(Z @ RNG.normal(size=(10, 10)) + 0.01 * RNG.normal(size=Z.shape))
     saturating = extrapolation(np.tanh(4 * Z) + 0.01 * RNG.normal(size=Z.shape))  # informative, invertible

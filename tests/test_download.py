@@ -93,6 +93,7 @@ def test_closed_port_fails_fast_with_a_clear_error(tmp_path):
     assert result.returncode == 1 and "cannot reach" in result.stderr
 
 
+@pytest.mark.slow
 def test_verify_reports_problems(tmp_path):
     write_fake_split(tmp_path, "train", n=30)
     cli = [sys.executable, "-m", "ident3d.cli", "verify", str(tmp_path)]

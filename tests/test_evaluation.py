@@ -35,6 +35,7 @@ def export(tmp_path, module, name="enc.pt2", size=16):
     return path
 
 
+@pytest.mark.slow
 def test_true_latents_random_features_and_a_pt2_model(data, tmp_path):
     z = np.load(data / "test/raw_latents.npy")
     np.save(tmp_path / "true.npy", z)
@@ -67,6 +68,7 @@ class ScaledColourEncoder(ColourEncoder):
         return self.scale(super().forward(x))
 
 
+@pytest.mark.slow
 def test_an_in_memory_module_is_scored_like_its_export_and_left_as_it_was(data, tmp_path):
     torch.manual_seed(0)
     module = ScaledColourEncoder().train()
@@ -101,6 +103,7 @@ def test_evaluation_says_what_it_fits_before_the_slow_part(data, tmp_path, caplo
     assert not caplog.records
 
 
+@pytest.mark.slow
 def test_same_submission_twice_gives_identical_metrics(data, tmp_path):
     path = export(tmp_path, ColourEncoder())
     a = evaluate(path, data, progress=False)
@@ -125,6 +128,7 @@ class MakesMarker:
         return (open, (self.path, "w"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".pt", ".pth", ".pkl"])
 def test_pickles_are_never_loaded(data, tmp_path, suffix):
     marker = tmp_path / "pwned"
@@ -145,6 +149,7 @@ class NaNEncoder(torch.nn.Module):
         return x.mean(dim=(2, 3)) * torch.nan
 
 
+@pytest.mark.slow
 def test_bad_outputs_give_submission_error_and_no_file(data, tmp_path):
     with pytest.raises(SubmissionError, match="non-finite"):
         evaluate(export(tmp_path, NaNEncoder()), data, progress=False)
@@ -161,6 +166,7 @@ def test_bad_outputs_give_submission_error_and_no_file(data, tmp_path):
     assert cli.returncode == 1 and "300 rows" in cli.stderr and not out.exists()
 
 
+@pytest.mark.slow
 def test_cli_writes_a_valid_result(data, tmp_path):
     np.save(tmp_path / "true.npy", np.load(data / "test/raw_latents.npy"))
     out = tmp_path / "result.json"
@@ -179,6 +185,7 @@ def test_cli_writes_a_valid_result(data, tmp_path):
         validate_result(document)
 
 
+@pytest.mark.slow
 def test_a_crafted_pt2_runs_code_in_torch_export_load_but_never_in_ident3d(data, tmp_path):
     from hostile import quiet_sample_inputs, rewrite_zip
 
@@ -196,6 +203,7 @@ def test_a_crafted_pt2_runs_code_in_torch_export_load_but_never_in_ident3d(data,
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_a_dynamic_export_runs_in_the_sandbox_like_the_module_and_scores(data, tmp_path):
     from ident3d.sandbox.host import SandboxedModel
     from ident3d.sandbox.loading import LoadRefused, no_unpickling
@@ -242,6 +250,7 @@ def test_every_documented_export_recipe_scores_at_64_and_224_px(sized_splits, tm
         assert result.document["dataset"]["resolution"] == [size, size]
 
 
+@pytest.mark.slow
 def test_a_fixed_size_export_is_told_which_dimension_to_make_dynamic(data, tmp_path):
     fixed = {"height": torch.export.export(ColourEncoder().eval(), (torch.rand(2, 3, 32, 32),),
                                            dynamic_shapes=({0: torch.export.Dim.AUTO},)),
@@ -322,6 +331,7 @@ def test_architectures_come_from_entry_points_and_unknown_ones_list_the_known():
         build("resnet99", {})
 
 
+@pytest.mark.slow
 def test_the_runner_matches_a_plain_call_eagerly_and_compiled_with_a_short_last_batch(data):
     """Channels-last and compiled runs give the plain model's features; a short last batch is
     padded for the compiled model (one compilation) and the padding never reaches the output."""

@@ -78,6 +78,7 @@ def test_a_tiny_experiment_runs_scores_reports_and_resumes(tmp_path, capsys):
     assert "no run named 'nope'" in error_lines[0]
 
 
+@pytest.mark.slow
 def test_the_cpu_track_file_names_every_committed_entry():
     experiment = load_experiment("baselines/cpu_track.toml")
     folders = {run.folder for run in experiment.runs}
@@ -189,6 +190,7 @@ def test_the_ood_track_file_runs_its_baselines_on_every_split_of_its_track():
         "test-interpolation", "test-extrapolation", "test-composition"}
 
 
+@pytest.mark.slow
 def test_a_run_that_continues_a_finished_run_equals_one_trained_from_step_0(tmp_path):
     from conftest import write_fake_split
     from safetensors import safe_open

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def test_two_faiss_distributions_are_refused_with_the_fix(tmp_path):
     info = tmp_path / "faiss_gpu-1.15.1.dist-info"  # a second owner of the module 'faiss'
@@ -19,6 +21,7 @@ def test_two_faiss_distributions_are_refused_with_the_fix(tmp_path):
     assert clean == ""  # one distribution: faiss imports
 
 
+@pytest.mark.slow
 def test_load_pair_and_evaluate_work_without_blender_ray_or_exchange(tmp_path):
     """The README's core + FAISS install: the other extras' modules cannot be imported at all."""
     from conftest import write_fake_split

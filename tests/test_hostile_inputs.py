@@ -285,6 +285,7 @@ def snapshot(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*"))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_hostile_input(case: Case, world: Path, capsys):
     before = snapshot(world)

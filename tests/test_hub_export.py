@@ -33,6 +33,7 @@ def test_model_index_round_trips_through_the_model_card(entry):
     assert again["model-index"] == yaml.safe_load(export(entry, "model-index"))["model-index"]
 
 
+@pytest.mark.slow
 def test_eval_results_round_trip_and_need_the_hub_dataset(capsys):
     entry = next(e for e in ENTRIES if e["status"] == "public-split")
     text = export(entry, "eval-results", "someone/3dident-v2-64")

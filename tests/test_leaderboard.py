@@ -81,7 +81,7 @@ def test_verified_needs_a_checkpoint_hash_a_result_and_an_unseen_fresh_draw():
     entry["status"] = "verified"
     with pytest.raises(ResultError, match="field (checkpoint_sha256|result)"):
         validate_entry(entry, "x.json")
-    with pytest.raises(ResultError, match="field result/fresh: a verified entry is scored on a fresh draw"):
+    with pytest.raises(ResultError, match="field result.*fresh"):
         entry_from_result(fake_result(), "Doe2026Contrastive", status="verified")
     public = entry_from_result(fake_result(), "Doe2026Contrastive", status="public-split").document
     assert public["checkpoint_sha256"] == "ab" * 32
@@ -128,6 +128,7 @@ def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
         load_entries(tmp_path)
 
 
+@pytest.mark.slow
 def test_tables_rank_by_mcc_then_r2_then_id_and_never_mix_protocols(tmp_path):
     shutil.copytree(ENTRIES_DIR, tmp_path, dirs_exist_ok=True)
     for entry_id, r2, mcc in (("Zed2026Tie", 0.5, 0.9), ("Abe2026Tie", 0.5, 0.9), ("Top2026Best", 0.1, 0.95)):
@@ -177,6 +178,7 @@ def test_seed_groups_rank_as_one_row_with_mean_and_sample_sd(tmp_path):
         ranked_tables(load_entries(tmp_path))
 
 
+@pytest.mark.slow
 def test_build_is_deterministic_and_stale_outputs_are_detected(tmp_path):
     entries = tmp_path / "entries"
     shutil.copytree(ENTRIES_DIR, entries)
@@ -194,11 +196,13 @@ def test_build_is_deterministic_and_stale_outputs_are_detected(tmp_path):
     assert check.returncode == 1 and "stale" in check.stdout
 
 
+@pytest.mark.slow
 def test_committed_leaderboard_is_current():
     assert stale() == [], "LEADERBOARD.md or the site is stale. Fix: run `ident3d leaderboard build`"
     assert MARKDOWN.exists() and SITE.exists()
 
 
+@pytest.mark.slow
 def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reproduce(tmp_path):
     """`add --checkpoint` and `rescore` run the same check: every number shown, and the file's sha256."""
     import torch
@@ -206,8 +210,12 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
 
     from ident3d.evaluation import evaluate
 
+    class Rows(torch.nn.Module):  # 48 features: few enough for the DCI fit to converge at once
+        def forward(self, x):
+            return x.mean(2).flatten(1)
+
     write_fake_split(tmp_path, "test", n=40, size=16)
-    program = torch.export.export(torch.nn.Flatten().eval(), (torch.rand(2, 3, 16, 16),),
+    program = torch.export.export(Rows().eval(), (torch.rand(2, 3, 16, 16),),
                                   dynamic_shapes=({0: torch.export.Dim("batch")},))
     torch.export.save(program, str(tmp_path / "flat.pt2"))
     result = evaluate(tmp_path / "flat.pt2", tmp_path, progress=False).document
@@ -239,11 +247,11 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
 
     class Halve(torch.nn.Module):
         def forward(self, x):
-            return 0.5 * x.flatten(1)
+            return 0.5 * x.mean(2).flatten(1)
 
     class Square(torch.nn.Module):
         def forward(self, x):
-            return (x * x).flatten(1)
+            return (x * x).mean(2).flatten(1)
 
     def rescore(model, *flags):
         return subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "leaderboard", "rescore",
@@ -273,6 +281,7 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
     assert lines[0].startswith("error: field ") and "entry Doe2026Flat says" in lines[0]
 
 
+@pytest.mark.slow
 def test_compare_prints_the_rank_without_writing(tmp_path):
     result = tmp_path / "result.json"
     result.write_text(json.dumps(fake_result(0.9, 0.99, protocol="cl-ica-2021")))
@@ -285,6 +294,7 @@ def test_compare_prints_the_rank_without_writing(tmp_path):
     assert sorted(p.name for p in ENTRIES_DIR.iterdir()) == before
 
 
+@pytest.mark.slow
 def test_add_and_build_write_only_into_the_clone_they_run_in(tmp_path):
     result = tmp_path / "result.json"
     result.write_text(json.dumps(fake_result(0.9, 0.9)))
@@ -333,6 +343,7 @@ def _browser(playwright):
 ARTIFACTS = Path(__file__).resolve().parent.parent / "build" / "test-artifacts"
 
 
+@pytest.mark.browser
 def test_the_page_in_a_real_browser(served_site, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -520,6 +531,7 @@ def test_hostile_text_cannot_change_the_markdown_table(tmp_path):
         assert re.search(r"(?<!\\)[<`|\[]", title.replace("(`3dident-published@1`)", "")) is None, title
 
 
+@pytest.mark.browser
 def test_hostile_text_cannot_change_the_page_in_a_real_browser(tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -547,6 +559,7 @@ def test_hostile_text_cannot_change_the_page_in_a_real_browser(tmp_path):
     assert dialogs == [] and errors == []
 
 
+@pytest.mark.slow
 def test_compare_shows_the_rows_around_and_per_latent_differences(tmp_path):
     entries = tmp_path / "entries"
     entries.mkdir()
@@ -570,6 +583,7 @@ def test_compare_shows_the_rows_around_and_per_latent_differences(tmp_path):
     assert refused.returncode == 1 and "cannot enter the table of 3dident-v2-64@1" in refused.stderr
 
 
+@pytest.mark.slow
 def test_the_page_gets_its_ranks_from_the_python_rule():
     from ident3d.leaderboard.ranking import ranked_tables
     from ident3d.leaderboard.site import page_data
@@ -582,6 +596,7 @@ def test_the_page_gets_its_ranks_from_the_python_rule():
     assert "rankKey" not in (Path(__file__).resolve().parents[1] / "leaderboard/page.html").read_text()
 
 
+@pytest.mark.browser
 def test_the_page_shows_the_companion_columns_only_where_a_row_has_them(tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -613,6 +628,7 @@ def test_the_page_shows_the_companion_columns_only_where_a_row_has_them(tmp_path
         browser.close()
 
 
+@pytest.mark.browser
 def test_the_page_sorts_style_r2_lowest_first_and_content_r2_highest_first(tmp_path):
     """The content/style baselines' block columns: a content encoder should read the content block and
     not the style block, so a first click on a style column shows the lowest style R² first."""
@@ -669,6 +685,7 @@ def test_leaderboard_add_validates_the_submitted_result_once(tmp_path, monkeypat
     assert load_entries(tmp_path / "entries")[0]["id"] == "Doe2026Once"
 
 
+@pytest.mark.slow
 def test_block_identifiability_table_is_the_entries(committed_entries):
     from ident3d.leaderboard.blocks_report import BEGIN, END, PAGES, section
     from ident3d.leaderboard.entries import entry_from_result

@@ -3,6 +3,7 @@ drawn and tabulated; the committed figures and table are what the kept curves gi
 
 import json
 
+import pytest
 from conftest import write_fake_split
 
 from ident3d.baselines.config import load_preset
@@ -34,6 +35,7 @@ set = { eval_every = 2 }
 """
 
 
+@pytest.mark.slow
 def test_a_runs_logged_evaluations_become_its_curve_figure_and_table(tmp_path):
     write_fake_split(tmp_path / "data", "train", n=60, size=32)
     write_fake_split(tmp_path / "data", "test", n=40, size=32, seed=1)
@@ -90,6 +92,7 @@ def test_the_committed_figures_and_table_are_what_the_kept_curves_give():
     assert not list(FIGURES.glob("*.svg"))
 
 
+@pytest.mark.slow
 def test_an_aninfonce_runs_lambda_is_kept_and_drawn(tmp_path):
     write_fake_split(tmp_path / "data", "train", n=60, size=32)
     config = load_preset("aninfonce-sphere", data=str(tmp_path / "data"), iterations=4, batch_size=8,

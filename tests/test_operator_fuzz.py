@@ -27,6 +27,7 @@ def test_the_allow_list_holds_public_operators_only():
 
 def test_scalar_arithmetic_out_and_numbered_type_overloads_are_refused():
     assert "no tensor" in overload_refusal(torch.ops.aten.remainder.int)  # remainder.int(1, 0): SIGFPE
+    assert overload_refusal(torch.ops.aten.sym_size.int) is None  # a shape query of dynamic exports
     assert "out=" in overload_refusal(torch.ops.aten.add.out)
     assert "bare number" in overload_refusal(torch.ops.aten.to.prim_Device)  # dtype -3: SIGSEGV
     assert overload_refusal(torch.ops.aten.conv2d.default) is None

@@ -37,6 +37,7 @@ def write_run(out, name, r2, mcc, hue_r2=None, positives="latent", trained=True)
         (folder / "log.jsonl").write_text('{"images_per_s": 1024}\n{"images_per_s": 512}\n{"eval": {}}\n')
 
 
+@pytest.mark.slow
 def test_summary_groups_seeds_and_reports_orderings_and_hues(tmp_path):
     for seed, r2 in enumerate((0.88, 0.9, 0.92)):
         write_run(tmp_path, f"v2-normal-box-s{seed}", r2, 0.9, hue_r2=0.95)
@@ -58,6 +59,7 @@ def test_summary_groups_seeds_and_reports_orderings_and_hues(tmp_path):
     assert "| object_hue | 95.00 / 90.00 | 40.00 / 80.00 |" in text
 
 
+@pytest.mark.slow
 def test_anisotropic_section_matches_lambda_to_latents_and_states_the_verdict(tmp_path):
     """Lambda is read through the evaluator's feature matching; the widest-scale latents decide."""
     data = tmp_path / "data" / "v2pairs-64"
@@ -113,6 +115,7 @@ preset = "pixels"
 """
 
 
+@pytest.mark.slow
 def test_entries_are_rescored_and_verified(tmp_path):
     """The pixel read-out on a small split: both protocols become verified entries, once."""
     out = tmp_path / "out"

@@ -383,6 +383,7 @@ def test_the_table_has_at_least_thirty_cases():
     assert len({c.name for c in CASES}) == len(CASES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_a_crafted_model_is_refused_or_contained(case: Case, world: dict, capsys, monkeypatch):
     w = world["root"]
@@ -404,6 +405,7 @@ def test_a_crafted_model_is_refused_or_contained(case: Case, world: dict, capsys
     assert snapshot(w) == before
 
 
+@pytest.mark.slow
 def test_clean_export_scores_identically_in_and_out_of_the_sandbox(world):
     """The sandbox changes where the model runs, not what it computes: every metric is equal."""
     from ident3d.datasets import ThreeDIdent
@@ -455,6 +457,7 @@ os.write(1, repr(results).encode())
         pytest.skip(f"seccomp unavailable here: {results['status']['seccomp']}")
 
 
+@pytest.mark.slow
 def test_every_thread_of_the_scoring_child_is_filtered(world):
     """seccomp and no-new-privileges on every thread while the model is scored, torch's pool too."""
     from ident3d.sandbox.host import SandboxedModel
@@ -470,6 +473,7 @@ def test_every_thread_of_the_scoring_child_is_filtered(world):
     assert {(s["Seccomp"].strip(), s["NoNewPrivs"].strip()) for s in status.values()} == {("2", "1")}, status
 
 
+@pytest.mark.slow
 def test_scores_do_not_depend_on_the_batch_size(world):
     """Any model the probe accepts scores the same at every --batch-size."""
     from ident3d.evaluation import evaluate
@@ -485,6 +489,7 @@ SYSCALLS = {"x86_64": {"kill": 62, "tkill": 200, "tgkill": 234},
             "aarch64": {"kill": 129, "tkill": 130, "tgkill": 131}}
 
 
+@pytest.mark.slow
 def test_a_stand_in_in_the_locked_down_child_reaches_no_other_process_and_no_file(tmp_path):
     """After the lock-down, calls that reach another process of the same user (signals, pidfd),
     take its descriptors, write a file through a shared mapping, or open the mount API all fail
@@ -540,6 +545,7 @@ os.write(1, repr(results).encode())
          "mmap_shared"), "EPERM"), results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_the_child_dies_with_the_evaluator(world, how):
     script = f"""
@@ -563,6 +569,7 @@ time.sleep(120)
         pytest.fail(f"the sandbox child {child} outlived its evaluator ({how.name})")
 
 
+@pytest.mark.slow
 def test_guard_code_is_dropped_unread(world, tmp_path):
     """Guards are Python source torch would compile and run: the reader drops them, the model scores."""
     from ident3d.evaluation import evaluate
@@ -592,6 +599,7 @@ def test_the_probe_refuses_what_would_not_reproduce(answer, verdict):
             check_reproducible(encode, images, "m.pt2")
 
 
+@pytest.mark.slow
 def test_a_crash_of_the_model_process_is_one_error_line(world):
     """A signal that kills the child (as a segfaulting operator would) becomes a SubmissionError."""
     from ident3d.errors import SubmissionError

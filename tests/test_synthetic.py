@@ -39,6 +39,7 @@ def invert(mixing: torch.nn.Sequential, x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+@pytest.mark.slow
 def test_mixing_is_invertible_well_conditioned_and_seeded():
     g = invertible_mlp(10, 3, seed=4)
     z = torch.from_numpy(Process("box").marginal_sample(np.random.default_rng(0), 1000))
@@ -154,6 +155,7 @@ def test_exp_precision_moves_lambda_as_far_as_the_data_asks():
     assert moved["softplus"] == pytest.approx(1.0 + 3.0, rel=0.1)
 
 
+@pytest.mark.slow
 def test_identity_row_is_the_least_squares_read_out_of_g(tmp_path):
     row = get_row("T1.5")
     path = synthetic_run.run(row, 3, synthetic_run.Budget(), tmp_path)
@@ -170,6 +172,7 @@ def test_identity_row_is_the_least_squares_read_out_of_g(tmp_path):
     assert 40 < result["r2"] < 90  # a nonlinear mixing: well below the trained encoders
 
 
+@pytest.mark.slow
 def test_supervised_row_reads_the_latents_better_than_the_observations_do(tmp_path):
     """Supervision (MSE on z) can learn g's inverse, whose R² is 100; within 300 steps it must already
     pass the identity read-out of the same seed, the best a linear map of g(z) can do."""
@@ -180,6 +183,7 @@ def test_supervised_row_reads_the_latents_better_than_the_observations_do(tmp_pa
     assert supervised["r2"] > identity["r2"] + 5
 
 
+@pytest.mark.slow
 def test_a_row_resumes_to_the_result_of_an_unbroken_run(tmp_path, monkeypatch):
     budget = synthetic_run.Budget(steps=12, batch_size=32, eval_every=4)
     row = get_row("A.1")
@@ -202,6 +206,7 @@ def test_a_row_resumes_to_the_result_of_an_unbroken_run(tmp_path, monkeypatch):
     assert not list((tmp_path / "b").glob(".*checkpoint*"))
 
 
+@pytest.mark.slow
 def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
     out = tmp_path / "results"
     for seed in (0, 1, 2):
@@ -288,6 +293,7 @@ def test_rank_agreement_separates_recovered_precisions_from_chance():
     assert reversed_["spearman"] == pytest.approx(-1.0)
 
 
+@pytest.mark.slow
 def test_report_draws_lambda_trajectories_beside_itself(tmp_path):
     from xml.etree import ElementTree
 

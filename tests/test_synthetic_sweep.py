@@ -40,6 +40,7 @@ def test_the_package_plan_names_known_rows_and_every_bad_plan_is_refused_by_name
         load_plan(tmp_path / "big.toml")
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_what_is_missing_skips_what_is_claimed_and_then_has_nothing_to_do(tmp_path, capsys):
     from ident3d.baselines.driver import _owner
 

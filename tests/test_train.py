@@ -31,6 +31,7 @@ def tiny(data, iterations, **kw):
         "batch_size": 8, "log_every": 1, "checkpoint_every": 2, "eval_every": 2, "eval_images": 40, **kw})
 
 
+@pytest.mark.slow
 def test_a_moved_run_and_its_data_resume_where_they_are_now(fake_data, tmp_path):
     import shutil
     from dataclasses import replace
@@ -49,6 +50,7 @@ def test_a_moved_run_and_its_data_resume_where_they_are_now(fake_data, tmp_path)
               progress=False)
 
 
+@pytest.mark.slow
 def test_resume_reproduces_the_loss_curve_of_an_unbroken_run(fake_data, tmp_path):
     train(tiny(fake_data, 6), tmp_path / "unbroken", progress=False)
     train(tiny(fake_data, 4), tmp_path / "resumed", progress=False)
@@ -71,6 +73,7 @@ def test_resume_reproduces_the_loss_curve_of_an_unbroken_run(fake_data, tmp_path
             torch.testing.assert_close(f.get_tensor(key), g.get_tensor(key), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_run_trained_again_has_the_same_weights_and_scores(fake_data, tmp_path):
     # what lets an entry whose model file was not kept be re-scored by training it again: on one
     # machine (same torch, same thread count, same data) training is deterministic to the bit; the
@@ -87,6 +90,7 @@ def test_a_run_trained_again_has_the_same_weights_and_scores(fake_data, tmp_path
     assert first["metrics"] == again["metrics"] and first["per_latent"] == again["per_latent"]
 
 
+@pytest.mark.slow
 def test_a_run_folder_is_never_overwritten_or_resumed_with_other_settings(fake_data, tmp_path):
     from ident3d.errors import TrainingError
 
@@ -109,6 +113,7 @@ def test_a_run_folder_is_never_overwritten_or_resumed_with_other_settings(fake_d
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "run"]
 
 
+@pytest.mark.slow
 def test_a_run_killed_before_its_first_checkpoint_restarts_with_a_clean_log(fake_data, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
@@ -118,6 +123,7 @@ def test_a_run_killed_before_its_first_checkpoint_restarts_with_a_clean_log(fake
     assert [r["step"] for r in records] == [1, 2] and records[0]["loss"] != 99.0
 
 
+@pytest.mark.slow
 def test_exports_match_the_in_memory_model_and_the_evaluator_scores_them(fake_data, tmp_path):
     config = tiny(fake_data, 1)
     model = build_model(config, [0.5, 0.4, 0.3], [0.2, 0.2, 0.25]).eval()
@@ -140,6 +146,7 @@ def test_exports_match_the_in_memory_model_and_the_evaluator_scores_them(fake_da
     assert from_weights["metrics"] == pytest.approx(result.metrics, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_a_finished_run_holds_exports_logs_and_a_valid_result(fake_data, tmp_path):
     out = tmp_path / "run"
     result_path = train(tiny(fake_data, 2), out, progress=False)
@@ -182,6 +189,7 @@ def test_cuda_training_with_bf16_autocast_and_channels_last(fake_data, tmp_path)
     assert len(losses) == 4 and all(np.isfinite(losses))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", preset_names())
 def test_every_preset_trains(preset, tmp_path):
     write_fake_split(tmp_path / "data", "train", n=40, size=32)  # no test split: no final scoring
@@ -193,6 +201,7 @@ def test_every_preset_trains(preset, tmp_path):
     assert (tmp_path / "run/encoder.pt2").exists()
 
 
+@pytest.mark.slow
 def test_train_takes_a_config_file_and_set_overrides_over_the_preset(fake_data, tmp_path, capsys):
     from ident3d.cli import main
 

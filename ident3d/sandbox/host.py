@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ident3d import atomic
 from ident3d.errors import SubmissionError
 from ident3d.sandbox import spawn, wire
 from ident3d.sandbox.limits import SandboxLimits
@@ -89,11 +90,22 @@ class _WarmUp(torch.nn.Module):
 
 @functools.cache
 def warm_up_archive() -> bytes:
-    """``_WarmUp`` exported once per process (a few seconds) and kept in memory."""
+    """``_WarmUp`` exported (4 s) once per torch version and user: kept in the user's cache folder
+    and in memory. The child reads it through the same strict reader as a submission."""
+    cache = (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ident3d"
+             / f"sandbox-warm-up-torch-{torch.__version__}.pt2")
+    try:
+        return cache.read_bytes()
+    except OSError:
+        pass
     program = torch.export.export(_WarmUp().eval(), (torch.rand(2, 3, 16, 16),),
                                   dynamic_shapes=({0: torch.export.Dim.AUTO},))
     buffer = io.BytesIO()
     torch.export.save(program, buffer)
+    try:
+        atomic.write_bytes(cache, buffer.getvalue())
+    except OSError:
+        pass  # a read-only home: export again next time
     return buffer.getvalue()
 
 

@@ -78,12 +78,14 @@ ENUM_TYPES = {"ScalarType": torch.dtype, "Layout": torch.layout, "MemoryFormat":
 
 
 def overload_refusal(op: torch._ops.OpOverload) -> str | None:
-    """Why an overload of an allow-listed operator is refused, or None: one that returns no tensor
-    (the scalar arithmetic of TorchScript, such as ``remainder.int``, whose kernels trust their
-    inputs: ``remainder.int(1, 0)`` kills the process) or one that writes into an ``out=`` tensor."""
+    """Why an overload of an allow-listed operator is refused, or None: one that neither takes nor
+    returns a tensor (the scalar arithmetic of TorchScript, such as ``remainder.int``, whose kernels
+    trust their inputs: ``remainder.int(1, 0)`` kills the process; a shape query such as
+    ``sym_size.int`` takes a tensor and stays), one that writes into an ``out=`` tensor, or one that
+    takes a torch type as a bare number."""
     schema = op._schema
-    if not any(str(r.real_type).endswith("Tensor") or "Tensor" in str(r.real_type) for r in schema.returns):
-        return "returns no tensor (scalar arithmetic)"
+    if not any("Tensor" in str(a.real_type) for a in (*schema.arguments, *schema.returns)):
+        return "takes and returns no tensor (scalar arithmetic)"
     if any(a.is_out or a.name == "out" for a in schema.arguments):
         return "writes into an out= tensor"
     if any(a.name in ("dtype", "layout", "memory_format") and "int" in str(a.real_type)
