@@ -282,10 +282,13 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
 
 @dataclass(frozen=True)
 class _ScoredSplit:
-    """One split's scores: the result fields they fill, and the arrays the memorisation gap needs."""
+    """One split's scores: the result fields they fill, and what a fresh draw is scored with (the
+    feature transform and the protocol's read-outs) beside the split's own held-out rows."""
 
     fields: dict[str, Any]
-    scored: fresh_module.Scored
+    standardise: Standardisation
+    readout: fresh_module.Readout
+    held_out: tuple[np.ndarray, np.ndarray]  # latents and standardised features of the score rows
     feature_dim: int
 
 
@@ -333,15 +336,16 @@ def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str,
         "n_fit": s["n_fit"],
         "n_score": s["n_score"],
     }
-    scored = fresh_module.Scored(z, h, s["fit"], s["test"], np.asarray(s["assignment"]), protocol, means)
-    return _ScoredSplit(fields, scored, int(h.shape[1]))
+    readout = fresh_module.Readout(z[s["fit"]], h[s["fit"]], np.asarray(s["assignment"]), protocol)
+    return _ScoredSplit(fields, standardise, readout, (z[s["test"]], h[s["test"]]), int(h.shape[1]))
 
 
 def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_size: int, progress: bool,
                 protocol: str, workers: int, public: _ScoredSplit, seed: int | None) -> dict[str, Any]:
-    """Render a fresh draw of ``track`` (seed from OS entropy unless given), score the same loaded
-    model on it, and return the result's ``fresh`` section: the draw's scores, its seed (revealed
-    only now, after scoring) and the memorisation gap against the public split."""
+    """Render a fresh draw of ``track`` (seed from OS entropy unless given), encode it with the same
+    loaded model, score it with the read-outs the protocol fitted on the public split, and return the
+    result's ``fresh`` section: the draw's scores, its seed (revealed only now, after scoring) and
+    the memorisation gap against the public split's held-out rows."""
     given = seed is not None
     seed = seed if given else fresh_module.draw_seed()
     with tempfile.TemporaryDirectory(prefix="ident3d-fresh-") as scratch:
@@ -351,13 +355,19 @@ def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_
         fresh_module.render_draw(track, n, seed, Path(scratch), workers)
         rendered = time.perf_counter()
         dataset = ThreeDIdent(scratch, "test")
-        ood_sets = ({name: ThreeDIdent(scratch, name) for name in fresh_module.fresh_splits(track)[1:]}
-                    if protocol == "ident3d-eval-v1" else {})
-        scored = _encode_and_score(sub, dataset, ood_sets, dev, batch_size, progress, protocol)
-    gap = fresh_module.memorisation_gap(public.scored, scored.scored, seed)
+        raw = _features(sub, dataset, dev, batch_size, progress)
+    h = public.standardise(raw, f"{sub.path} on the fresh draw")
+    z = dataset.latents[:, dataset.variant_spec.continuous_columns].astype(np.float64)
+    per = public.readout.per_latent(z, h)
+    means = public.readout.means(per)
+    names = [dataset.factor_names[c] for c in dataset.variant_spec.continuous_columns]
+    gap = fresh_module.memorisation_gap(public.readout, public.held_out, (z, h), seed)
     return {"seed": seed, "seed_source": "given" if given else "entropy", "n": n, "track": track.id,
             "render_settings": track.pixel_settings(),
             "render_s": round(rendered - began, 3), "score_s": round(time.perf_counter() - rendered, 3),
-            "metrics": scored.fields["metrics"], "per_latent": scored.fields["per_latent"],
-            **({"ood": scored.fields["ood"]} if "ood" in scored.fields else {}),
+            "metrics": {"linear_r2": means["linear_r2"], "nonlinear_r2": None,
+                        "mcc_pearson": means["mcc_pearson"], "mcc_spearman": None},
+            "per_latent": [{"factor": name, "linear_r2": float(np.clip(per["linear_r2"][i], 0, 1)),
+                            "nonlinear_r2": None, "mcc_pearson": float(per["mcc_pearson"][i]),
+                            "mcc_spearman": None} for i, name in enumerate(names)],
             "gap": gap, "memorised": any(g["above_chance"] for g in gap.values())}

@@ -5,9 +5,10 @@ A public test split can be memorised: a model that stores its images and answers
 latents scores perfectly on it and says nothing about generalisation. A fresh draw is ``n`` new
 latents of the track's test distribution (its variant, marginal, regions or pairs), drawn with a
 seed taken from OS entropy when the draw starts, rendered with the track's settings, and scored
-under the same protocol. The seed is written into the result after scoring, so anyone can render
+by the read-outs the protocol fitted on the public split (``Readout``), beside the public split's
+own held-out score rows. The seed is written into the result after scoring, so anyone can render
 the same draw again and re-score it. The gap (public minus fresh, per metric) carries a bootstrap
-interval: the score sets of both are resampled with the read-outs and the matching held fixed.
+interval: both scored sets are resampled with the read-outs and the matching held fixed.
 """
 
 from __future__ import annotations
@@ -37,11 +38,6 @@ def draw_seed() -> int:
     return secrets.randbits(63)
 
 
-def fresh_splits(track: Track) -> list[str]:
-    """The splits a fresh draw renders: ``test`` and, for an OOD track, each OOD region's split."""
-    return ["test", *(name for name, spec in track.splits.items() if spec.region is not None)]
-
-
 def check_drawable(track: Track | None, what: str) -> Track:
     """The track a fresh draw of ``what`` renders, or one error line saying why there is none."""
     if track is None:
@@ -56,55 +52,67 @@ def check_drawable(track: Track | None, what: str) -> Track:
 
 
 def render_draw(track: Track, n: int, seed: int, root: Path, workers: int = 2) -> Path:
-    """Render the draw into ``root`` (one finished split per name of ``fresh_splits``)."""
+    """Render the draw into ``root/test`` (a finished split of the track's test distribution). An
+    OOD track's region splits are not drawn afresh (yet): its fresh score is the in-distribution one."""
     render = next((point.load() for point in entry_points(group=RENDERERS, name="blender-draw")), None)
     if render is None:
         raise DatasetError("a fresh draw needs the renderer. Fix: install ident3d from its clone with the "
                            'render extra (pip install -e ".[render]"; README, "Install")')
-    for split in fresh_splits(track):
-        render(track, split, Path(root), n=n, seed=seed, workers=workers)
-    return Path(root)
+    return render(track, "test", Path(root), n=n, seed=seed, workers=workers)
 
 
 @dataclass(frozen=True)
-class Scored:
-    """What the bootstrap needs of one scored set: latents, standardised features, the protocol's
-    fit and score rows, the matching, and the means as the protocol reports them."""
+class Readout:
+    """The public split's read-outs as the protocol fitted them (the affine map on the fit rows, the
+    latent-to-feature matching), applied unchanged to any scored set: the public split's own score
+    rows, or a fresh draw. Both sets are then held-out images for the same read-out, so their
+    difference is what the model's features do on images it may have seen against images it cannot
+    have seen, not what a read-out fitted on fewer images does."""
 
-    z: np.ndarray
-    h: np.ndarray
-    fit: np.ndarray
-    test: np.ndarray
-    assignment: np.ndarray
+    z_fit: np.ndarray
+    h_fit: np.ndarray
+    assignment: np.ndarray  # Pearson matching, found by the protocol
     protocol: str
-    means: dict[str, float | None]
 
-    def resampled(self, draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Each gap metric's mean over ``draws`` resamples of its score set (read-outs held fixed)."""
-        prediction = metrics.affine_predict(self.h[self.fit], self.z[self.fit], self.h[self.test])
-        r2_rows = rng.integers(0, len(self.test), size=(draws, len(self.test)))
-        # cl-ica-2021 matches and scores MCC on its whole sample, ident3d-eval-v1 on the score half
-        mcc_set = np.concatenate([self.fit, self.test]) if self.protocol == "cl-ica-2021" else self.test
-        mcc_rows = rng.integers(0, len(mcc_set), size=(draws, len(mcc_set)))
-        return {"linear_r2": metrics.bootstrap_r2(self.z[self.test], prediction, r2_rows,
-                                                  clip_each=self.protocol != "cl-ica-2021"),
-                "mcc_pearson": metrics.bootstrap_mcc(self.z[mcc_set], self.h[mcc_set], self.assignment,
-                                                     mcc_rows)}
+    def per_latent(self, z: np.ndarray, h: np.ndarray) -> dict[str, np.ndarray]:
+        """Per-latent linear R² and matched |Pearson correlation| of features ``h`` for latents ``z``."""
+        linear = metrics.r2_per_latent(z, metrics.affine_predict(self.h_fit, self.z_fit, h))
+        pearson, _ = metrics.mcc(z, h, "pearson", self.assignment)
+        return {"linear_r2": linear, "mcc_pearson": pearson}
+
+    def means(self, per: dict[str, np.ndarray]) -> dict[str, float]:
+        """The protocol's means: ``ident3d-eval-v1`` clips each latent first, ``cl-ica-2021`` after."""
+        clip_each = self.protocol != "cl-ica-2021"
+        return {"linear_r2": float(np.clip(per["linear_r2"], 0, 1).mean() if clip_each
+                                   else np.clip(per["linear_r2"].mean(), 0, 1)),
+                "mcc_pearson": float(per["mcc_pearson"].mean())}
+
+    def resampled(self, z: np.ndarray, h: np.ndarray, draws: int, rng: np.random.Generator
+                  ) -> dict[str, np.ndarray]:
+        """Each gap metric's mean over ``draws`` resamples (with replacement) of the scored rows."""
+        rows = rng.integers(0, len(z), size=(draws, len(z)))
+        prediction = metrics.affine_predict(self.h_fit, self.z_fit, h)
+        clip_each = self.protocol != "cl-ica-2021"
+        return {"linear_r2": metrics.bootstrap_r2(z, prediction, rows, clip_each=clip_each),
+                "mcc_pearson": metrics.bootstrap_mcc(z, h, self.assignment, rows)}
 
 
-def memorisation_gap(public: Scored, fresh: Scored, seed: int,
+def memorisation_gap(readout: Readout, public: tuple[np.ndarray, np.ndarray],
+                     fresh: tuple[np.ndarray, np.ndarray], seed: int,
                      draws: int = BOOTSTRAP_DRAWS) -> dict[str, dict[str, Any]]:
-    """Per gap metric: the fresh score's 95% interval, the gap (public minus fresh) and its 95%
-    percentile-bootstrap interval, and whether the public score lies above the fresh one beyond
-    that interval (the interval excludes 0 on the positive side)."""
+    """Per gap metric: the public score rows' and the fresh draw's scores under the same read-out,
+    the fresh score's 95% interval, the gap (public minus fresh) and its 95% percentile-bootstrap
+    interval, and whether it lies above chance (the interval excludes 0 on the positive side)."""
     rng = np.random.default_rng([seed, 1])
-    on_public, on_fresh = public.resampled(draws, rng), fresh.resampled(draws, rng)
+    on_public, on_fresh = readout.resampled(*public, draws, rng), readout.resampled(*fresh, draws, rng)
+    public_means = readout.means(readout.per_latent(*public))
+    fresh_means = readout.means(readout.per_latent(*fresh))
     out = {}
     for key in GAP_METRICS:
-        gap = float(public.means[key] - fresh.means[key])
         low, high = np.quantile(on_public[key] - on_fresh[key], [0.025, 0.975])
         fresh_low, fresh_high = np.quantile(on_fresh[key], [0.025, 0.975])
-        out[key] = {"public": public.means[key], "fresh": fresh.means[key],
+        out[key] = {"public": public_means[key], "fresh": fresh_means[key],
                     "fresh_ci95": [float(fresh_low), float(fresh_high)],
-                    "gap": gap, "ci95": [float(low), float(high)], "above_chance": bool(low > 0)}
+                    "gap": public_means[key] - fresh_means[key], "ci95": [float(low), float(high)],
+                    "above_chance": bool(low > 0)}
     return out

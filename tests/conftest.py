@@ -44,7 +44,10 @@ def cpu_track_data(blender_home) -> Path:
     """A dataset root holding the CPU track's test split (3dident-v2-64@1, 5,000 images), rendered
     once and kept across runs under ``pixel_key()``. Read-only: copy it before changing anything.
     Whoever uses it as the track still proves it (``verify --track`` re-renders a random sample)."""
-    pytest.importorskip("bpy", reason='needs bpy: pip install "ident3d[render]"')
+    import importlib.util
+
+    if importlib.util.find_spec("bpy") is None:  # never imported here: bpy puts its own folders on
+        pytest.skip('needs bpy: pip install "ident3d[render]"')  # sys.path, which render workers inherit
     cached = TEST_CACHE / f"cpu-track-{pixel_key()}"
     if not (cached / "test/manifest.json").exists():
         from ident3d.render.job import plan_track_job, render_split
