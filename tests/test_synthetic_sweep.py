@@ -13,9 +13,22 @@ from ident3d.errors import TrainingError
 TINY = """
 [[sweep]]
 name = "tiny"
-rows = ["T2.10", "T2.6"]
+rows = ["T1.6", "T2.6"]
 seeds = [0, 1]
 budget = { steps = 4, batch_size = 16, eval_every = 2 }
+
+[[sweep]]
+name = "tiny-identity"
+column = "identity"
+rows = ["T2.1"]
+seeds = [0]
+
+[[sweep]]
+name = "gpu-only"
+default = false
+rows = ["T2.1"]
+seeds = [0]
+budget = { steps = 300003, batch_size = 6144 }
 """
 
 
@@ -28,6 +41,8 @@ def test_the_package_plan_names_known_rows_and_every_bad_plan_is_refused_by_name
         ("[[sweep]]\nname = 'x'\nrows = ['T2.1']\nseeds = [0]\nbudget = { step = 3 }", "budget must be"),
         ("[[sweep]]\nname = 'x'\nrows = ['T2.1']\nseeds = [0]\nbudget = { steps = '3' }", "steps = '3'"),
         ("[[sweep]]\nname = 'x'\nrows = ['T2.1']\nseeds = [-1]", "seeds >= 0"),
+        ("[[sweep]]\nname = 'x'\nrows = ['T2.1']\nseeds = [0]\ncolumn = 'best'", "column = 'best'"),
+        ("[[sweep]]\nname = 'x'\nrows = ['T2.1']\nseeds = [0]\ndefault = 'no'", "default = 'no'"),
         ("sweep = [", "not TOML"),
         ("", "no [[sweep]] table"),
     ]:
@@ -51,9 +66,10 @@ def test_a_sweep_runs_what_is_missing_skips_what_is_claimed_and_then_has_nothing
     busy.write_text(_owner())  # another (live) process is on this run
     assert main(["-q", "synthetic", "sweep", "--plan", str(plan), "--out", str(out)]) == 0
     written = sorted(p.name for p in out.glob("*.json"))
-    assert written == ["T2.10-seed0-b16-n4-lr0.0001.json", "T2.10-seed1-b16-n4-lr0.0001.json",
-                       "T2.6-seed0-b16-n4-lr0.0001.json"]
-    assert json.loads((out / written[2]).read_text())["budget"]["steps"] == 4
+    # the sweep marked default = false (the paper's budget) did not run
+    assert written == ["T1.6-seed0-b16-n4-lr0.0001.json", "T1.6-seed1-b16-n4-lr0.0001.json",
+                       "T2.1-identity-seed0.json", "T2.6-seed0-b16-n4-lr0.0001.json"]
+    assert json.loads((out / written[3]).read_text())["budget"]["steps"] == 4
     busy.unlink()
     capsys.readouterr()
     assert sweep(parse_plan(TINY, "tiny"), out, only="tiny", progress=False) == [

@@ -20,6 +20,7 @@ from ident3d.latents import conditional_distribution, conditional_from_uniform
 
 SPACES = ("box", "sphere", "unbounded")
 MARGINALS = ("uniform", "normal", "laplace")
+MARGINALS_OF = {"box": ("uniform",), "sphere": ("uniform", "normal"), "unbounded": ("normal", "laplace")}
 CONDITIONALS = ("normal", "laplace", "gennorm", "vmf", "anisotropic-normal")
 BOX = (0.0, 1.0)  # the cl-ica default (--box-min 0, --box-max 1)
 MIXING_SLOPE = 0.2  # leaky ReLU slope of the mixing MLP
@@ -29,7 +30,8 @@ CONDITION_POOL = 25_000  # random matrices drawn to set the condition-number thr
 @dataclass(frozen=True)
 class Process:
     """One generative process: ``space`` and its ``marginal`` (``marginal_scale`` for normal and
-    laplace on the unbounded space), the positives' ``conditional`` with ``scale`` (std for normal,
+    laplace on the unbounded space; on the sphere a normal of that std around the first axis,
+    projected, as ``main_mlp.py`` samples it), the positives' ``conditional`` with ``scale`` (std for normal,
     b for laplace, alpha for gennorm with exponent ``beta``, kappa for vmf), or per-latent
     ``precisions`` for the anisotropic normal on the sphere (positives off the sphere by more than
     ``shell`` are redrawn, then projected)."""
@@ -49,9 +51,9 @@ class Process:
             if getattr(self, name) not in allowed:
                 raise TrainingError(f"process {name} = {getattr(self, name)!r}; expected one of "
                                     f"{', '.join(allowed)}")
-        if (self.marginal == "uniform") == (self.space == "unbounded"):
+        if self.marginal not in MARGINALS_OF[self.space]:
             raise TrainingError(f"process: a {self.marginal} marginal on the {self.space} space is not "
-                                "defined (uniform goes with box and sphere, normal/laplace with unbounded)")
+                                f"defined; expected one of {', '.join(MARGINALS_OF[self.space])}")
         if self.conditional in ("vmf", "anisotropic-normal") and self.space != "sphere":
             raise TrainingError(f"process: the {self.conditional} conditional lives on the sphere, "
                                 f"not on the {self.space} space")
@@ -62,6 +64,8 @@ class Process:
     def marginal_sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         if self.space == "box":
             return rng.uniform(*BOX, size=(n, self.dim))
+        if self.space == "sphere" and self.marginal == "normal":
+            return _project(np.eye(1, self.dim) + self.marginal_scale * rng.standard_normal((n, self.dim)))
         if self.space == "sphere":
             return _project(rng.standard_normal((n, self.dim)))
         noise = rng.standard_normal if self.marginal == "normal" else rng.laplace

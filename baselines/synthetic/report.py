@@ -1,11 +1,8 @@
-"""Result files of the synthetic experiments -> one Markdown report: paper vs measured per row and
-budget, with the seeds' mean, sd and 95% t-interval, a verdict only where it is decidable, the
+"""Result files of the synthetic experiments -> one Markdown report: per paper row and column, the
+paper's number beside the seeds' mean, sd and 95% t-interval at each budget, a verdict by the
+project's interval rule (``ident3d.baselines.verdicts``) on the metric the row's table reports
+(R² for Table 1, MCC for Table 2), the deviation rows paired seed by seed with their reference, the
 learning curves, and AnInfoNCE's recovered Lambda.
-
-Verdicts (issue 28): where the paper reports about 99 (>= 95), the seed mean must lie within 2 points
-of the paper's mean; where it reports a failure, within 5 points. A theory-matching row whose own
-number this project cannot cite is held to the papers' claim, "near 99". Fewer than 3 seeds, or a
-mismatch row without a citable number, gives no verdict.
 """
 
 from __future__ import annotations
@@ -15,22 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from ident3d.baselines.relations import arm_of, interval
 from ident3d.baselines.synthetic.figures import figure_name, has_trajectory, lambda_svg
 from ident3d.baselines.synthetic.run import Budget
-from ident3d.baselines.synthetic.table import rows
+from ident3d.baselines.synthetic.table import COLUMNS, Row, rows
+from ident3d.baselines.verdicts import MIN_SEEDS, reproduction, t_interval, undecided
 from ident3d.errors import TrainingError
 from ident3d.readers import read_json
 
-MIN_SEEDS = 3
-HIGH = 95.0  # a paper value at or above this is a success row (tolerance 2), else a failure (5)
-
-
 NUMBER = (int, float)
-REQUIRED = {"row": str, "title": str, "theory": str, "seed": int, "budget": dict, "paper": dict,
-            "paper_source": str, "cpu_seconds": NUMBER, "r2": NUMBER, "mcc": NUMBER, "curve": list}
+REQUIRED = {"row": str, "column": str, "title": str, "theory": str, "seed": int, "budget": dict,
+            "cpu_seconds": NUMBER, "r2": NUMBER, "mcc": NUMBER, "curve": list}
+NAMES = {"r2": "R²", "mcc": "MCC"}
 
 
 def _numbers(value: Any) -> bool:
@@ -64,8 +57,8 @@ def _problems(document: Any) -> list[str]:
                 and _numbers(precision.get("null_95")) and len(precision["null_95"]) == 2
                 and _numbers(precision.get("learned_matched"))):
             wrong.append("precision")
-        if not all(_numbers(v) and v for v in document["paper"].values()):
-            wrong.append("paper")
+        if document["column"] not in COLUMNS:
+            wrong.append("column")
     return wrong
 
 
@@ -84,55 +77,51 @@ def load_results(folder: Path) -> list[dict[str, Any]]:
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    a = np.asarray(values, dtype=np.float64)
-    if len(a) < 2:
-        return {"n": len(a), "mean": float(a.mean()), "sd": float("nan"), "half": float("nan")}
-    sd = float(a.std(ddof=1))
-    return {"n": len(a), "mean": float(a.mean()), "sd": sd,
-            "half": float(stats.t.ppf(0.975, len(a) - 1) * sd / np.sqrt(len(a)))}
-
-
-CLAIM = 99.0  # issue 28's statement of Tables 1-2: "R² and MCC near 99% when the model matches"
-
-
-def verdict(metric: str, measured: dict[str, float], paper: dict[str, list[float]], theory: str = "") -> str:
-    """Against the row's paper number; a theory-matching row without one is held to the papers' claim
-    ("near 99", tolerance 2) and says so."""
-    if metric in paper:
-        target, against = paper[metric][0], ""
-    elif theory == "identifiable":
-        target, against = CLAIM, "; vs the claim 'near 99'"
-    else:
-        return "no paper number here"
-    if measured["n"] < MIN_SEEDS:
-        return f"not decidable ({measured['n']} seed{'s' * (measured['n'] != 1)}{against})"
-    tolerance = 2.0 if target >= HIGH else 5.0
-    gap = measured["mean"] - target
-    outcome = "reproduced" if abs(gap) <= tolerance else "not reproduced"
-    return f"{outcome} ({gap:+.2f}; tolerance {tolerance:g}{against})"
+    mean, low, high = t_interval(values)
+    sd = float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
+    return {"n": len(values), "mean": mean, "sd": sd, "low": low, "high": high}
 
 
 def _cell(s: dict[str, float]) -> str:
     if s["n"] < 2:
         return f"{s['mean']:.2f} (1 seed)"
-    return f"{s['mean']:.2f} ± {s['sd']:.2f} [{s['mean'] - s['half']:.2f}, {s['mean'] + s['half']:.2f}]"
+    return f"{s['mean']:.2f} ± {s['sd']:.2f} [{s['low']:.2f}, {s['high']:.2f}]"
 
 
-def paper_cell(paper: dict[str, list[float]], metric: str) -> str:
-    if metric not in paper:
+def paper_cell(value: list[float] | None) -> str:
+    if not value:
         return "—"
-    value = paper[metric]
     return f"{value[0]:.2f}" + (f" ± {value[1]:.2f}" if len(value) > 1 else "")
 
 
-def groups(results: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+Key = tuple[str, str, str]  # (run id, column, budget label)
+
+
+def groups(results: list[dict[str, Any]]) -> dict[Key, list[dict[str, Any]]]:
+    grouped: dict[Key, list[dict[str, Any]]] = defaultdict(list)
     for r in results:
-        trained = bool(r["curve"])  # an identity read-out has no curve: its budget does not apply
-        grouped[(r["row"], Budget(**r["budget"]).label() if trained else "none (not trained)")].append(r)
+        trained = r["column"] != "identity"  # the identity read-out trains nothing: no budget applies
+        budget = Budget(**r["budget"]).label() if trained else "none (not trained)"
+        grouped[(r["row"], r["column"], budget)].append(r)
     order = list(rows())
-    return dict(sorted(grouped.items(), key=lambda kv: (order.index(kv[0][0]) if kv[0][0] in order
-                                                        else len(order), kv[0][0], kv[0][1])))
+    return dict(sorted(grouped.items(), key=lambda kv: (
+        order.index(kv[0][0]) if kv[0][0] in order else len(order), COLUMNS.index(kv[0][1]), kv[0][2])))
+
+
+Runs = list[dict[str, Any]]
+
+
+def row_groups(row: Row, grouped: dict[Key, Runs]) -> list[tuple[str, str, Runs]]:
+    """(column, budget, runs) of every group measured for ``row`` (through the runs it shares)."""
+    return [(column, budget, members) for (run_id, column, budget), members in grouped.items()
+            if run_id == row.run_id]
+
+
+def judged(row: Row) -> list[str]:
+    """The metrics a row is judged on: those its source reports (for a deviation, its reference's)."""
+    table = rows()
+    source = table[row.reference] if row.reference else row
+    return [m for m in NAMES if m in source.paper]
 
 
 def collapsed(members: list[dict[str, Any]]) -> int:
@@ -146,55 +135,73 @@ def seeds_cell(members: list[dict[str, Any]]) -> str:
     return f"{len(members)}" + (f" ({lost} collapsed)" if lost else "")
 
 
+def verdict_cell(row: Row, column: str, metric: str, members: list[dict[str, Any]]) -> str:
+    target = row.paper_value(metric, column)
+    if target is None:
+        return "—"
+    return reproduction([m[metric] for m in members], target[0])
+
+
 def table(results: list[dict[str, Any]]) -> list[str]:
-    lines = ["| row | setting | theory | budget (batch x steps, lr) | seeds | R² paper | R² measured "
-             "(mean ± sd [95% CI]) | MCC paper | MCC measured | verdict R² | verdict MCC | CPU min/run |",
+    """One line per row, column and budget: the judged metric (paper, measured, verdict) and the other
+    metric measured beside it."""
+    grouped = groups(results)
+    lines = ["| row | column | setting | theory | budget (batch x steps, lr) | seeds | judged on | paper | "
+             "measured (mean ± sd [95% CI]) | verdict | other metric, measured | CPU min/run |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (row_id, budget), members in groups(results).items():
-        first = members[0]
-        r2, mcc = summary([m["r2"] for m in members]), summary([m["mcc"] for m in members])
-        cpu = np.mean([m["cpu_seconds"] for m in members]) / 60
-        paper = first["paper"]
-        lines.append(f"| {row_id} | {first['title']} | {first['theory']} | {budget} | "
-                     f"{seeds_cell(members)} | "
-                     f"{paper_cell(paper, 'r2')} | {_cell(r2)} | {paper_cell(paper, 'mcc')} | {_cell(mcc)} | "
-                     f"{verdict('r2', r2, paper, first['theory'])} | "
-                     f"{verdict('mcc', mcc, paper, first['theory'])} | {cpu:.1f} |")
+    for row in rows().values():
+        metrics = judged(row) or ["r2"]
+        for column, budget, members in row_groups(row, grouped):
+            cpu = np.mean([m["cpu_seconds"] for m in members]) / 60
+            for metric in metrics:
+                other = next(m for m in NAMES if m != metric)
+                measured = summary([m[metric] for m in members])
+                shown = (f"{NAMES[other]} {_cell(summary([m[other] for m in members]))}"
+                         if len(metrics) == 1 else "—")
+                lines.append(f"| {row.id} | {column} | {row.title} | {row.theory} | {budget} | "
+                             f"{seeds_cell(members)} | {NAMES[metric]} | "
+                             f"{paper_cell(row.paper_value(metric, column))} | {_cell(measured)} | "
+                             f"{verdict_cell(row, column, metric, members)} | {shown} | {cpu:.1f} |")
     return lines
 
 
+def paired(a: list[dict[str, Any]], b: list[dict[str, Any]], metric: str) -> str:
+    """a - b over the seeds both arms ran (same seed: same mixing, data and init), with the 95% t
+    interval of the paired differences."""
+    by_seed = {m["seed"]: m[metric] for m in b}
+    diffs = [m[metric] - by_seed[m["seed"]] for m in a if m["seed"] in by_seed]
+    if not diffs:
+        return "no seed in common"
+    mean, low, high = t_interval(diffs)
+    if len(diffs) < MIN_SEEDS:
+        return f"{mean:+.2f}; {undecided(len(diffs))}"
+    word = "differs" if low > 0 or high < 0 else "no difference shown"
+    return f"{mean:+.2f} [{low:+.2f}, {high:+.2f}]; {word}"
+
+
 def beside(results: list[dict[str, Any]]) -> list[str]:
-    """Each deviation row against the row it changes one thing of, at the same budget: the difference
-    of the seed means with a 95% Welch t interval, decided only with 3 seeds per arm."""
+    """Each deviation row against the row it changes one thing of, at the same budget, seed by seed."""
     known, grouped = rows(), groups(results)
-    lines = ["| row | against | budget | R² row / against | MCC row / against | difference R² | "
-             "difference MCC |", "|---|---|---|---|---|---|---|"]
-    for (row_id, budget), members in grouped.items():
-        reference = known[row_id].reference if row_id in known else ""
-        others = grouped.get((reference, budget))
-        if not reference or not others:
+    lines = ["| row | against | budget | seeds paired | R² row / against | MCC row / against | "
+             "difference R² | difference MCC |", "|---|---|---|---|---|---|---|---|"]
+    for (run_id, column, budget), members in grouped.items():
+        row = known.get(run_id)
+        if row is None or not row.reference:
             continue
-        cells = []
-        for metric in ("r2", "mcc"):
-            a, b = ([m[metric] for m in group] for group in (members, others))
-            cells.append(f"{np.mean(a):.2f} (n={len(a)}) / {np.mean(b):.2f} (n={len(b)})")
-        for metric in ("r2", "mcc"):
-            a, b = (arm_of(name, [m[metric] for m in group]) for name, group in ((row_id, members),
-                                                                                  (reference, others)))
-            found = interval(a, b)  # the relations' Welch interval; None below their 3 seeds per arm
-            if found is None:
-                cells.append(f"{a.mean - b.mean:+.2f}; not decidable ({min(a.n, b.n)} seed(s) in an arm)")
-                continue
-            diff, low, high = found
-            word = "differs" if low > 0 or high < 0 else "no difference shown"
-            cells.append(f"{diff:+.2f} [{low:+.2f}, {high:+.2f}]; {word}")
-        lines.append(f"| {row_id} | {reference} | {budget} | " + " | ".join(cells) + " |")
+        others = grouped.get((known[row.reference].run_id, column, budget))
+        if not others:
+            continue
+        common = len({m["seed"] for m in members} & {m["seed"] for m in others})
+        means = [f"{np.mean([m[k] for m in members]):.2f} / {np.mean([m[k] for m in others]):.2f}"
+                 for k in NAMES]
+        lines.append(f"| {run_id} | {row.reference} | {budget} | {common} | {' | '.join(means)} | "
+                     + " | ".join(paired(members, others, k) for k in NAMES) + " |")
     return lines
 
 
 def curves(results: list[dict[str, Any]], points: int = 8) -> list[str]:
-    lines = ["| row | budget | step: mean R² / MCC over seeds |", "|---|---|---|"]
-    for (row_id, budget), members in groups(results).items():
+    lines = ["| row | column | budget | step: mean R² / MCC over seeds |", "|---|---|---|---|"]
+    for (row_id, column, budget), members in groups(results).items():
         if not members[0]["curve"]:
             continue
         steps = sorted({c["step"] for c in members[0]["curve"]})
@@ -204,7 +211,7 @@ def curves(results: list[dict[str, Any]], points: int = 8) -> list[str]:
             values = [c for m in members for c in m["curve"] if c["step"] == step]
             cells.append(f"{step:,}: {np.mean([c['r2'] for c in values]):.1f} / "
                          f"{np.mean([c['mcc'] for c in values]):.1f}")
-        lines.append(f"| {row_id} | {budget} | {'; '.join(cells)} |")
+        lines.append(f"| {row_id} | {column} | {budget} | {'; '.join(cells)} |")
     return lines
 
 
@@ -214,7 +221,7 @@ def against_the_log(results: list[dict[str, Any]]) -> list[str]:
     table = rows()
     lines = ["| row | budget | step (ours / the log's) | R² ours / log | MCC ours / log |",
              "|---|---|---|---|---|"]
-    for (row_id, budget), members in groups(results).items():
+    for (row_id, _, budget), members in groups(results).items():
         for step, r2, mcc in getattr(table.get(row_id), "paper_curve", ()):
             ours = [c for m in members for c in m["curve"] if abs(c["step"] - step) <= 250]
             if len(ours) == len(members):
@@ -227,7 +234,7 @@ def against_the_log(results: list[dict[str, Any]]) -> list[str]:
 def precisions(results: list[dict[str, Any]]) -> list[str]:
     lines = ["| row | budget | seed | Spearman(true, learned Lambda of the matched feature) | null 95% | "
              "p | learned Lambda, matched to latents 1..10 |", "|---|---|---|---|---|---|---|"]
-    for (row_id, budget), members in groups(results).items():
+    for (row_id, _, budget), members in groups(results).items():
         for m in members:
             p = m.get("precision")
             if not p or "spearman" not in p:
@@ -243,21 +250,32 @@ SUMMARY_BEGIN = ("<!-- synthetic:begin (generated by `ident3d synthetic report -
 SUMMARY_END = "<!-- synthetic:end -->"
 
 
+def _short_lines(results: list[dict[str, Any]], chosen: dict[str, list[tuple[str, str]]]) -> list[str]:
+    """| row | column | setting | budget | seeds | judged on | paper | here | verdict | for the chosen
+    (column, budget) groups of each row."""
+    grouped = groups(results)
+    lines = ["| row | column | setting | budget | seeds | judged on | paper | here | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row_id, picks in chosen.items():
+        row = rows()[row_id]
+        for column, budget in picks:
+            members = grouped[(row.run_id, column, budget)]
+            for metric in judged(row) or ["r2", "mcc"]:
+                s = summary([m[metric] for m in members])
+                here = f"{s['mean']:.2f}" + (f" ± {s['sd']:.2f}" if s["n"] > 1 else "")
+                lines.append(f"| {row.id} | {column} | {row.title} | {budget} | {seeds_cell(members)} | "
+                             f"{NAMES[metric]} | {paper_cell(row.paper_value(metric, column))} | {here} | "
+                             f"{verdict_cell(row, column, metric, members)} |")
+    return lines
+
+
 def summary_block(folder: Path) -> str:
-    """The short table of docs/synthetic.md: per row and budget, the paper's numbers beside the seeds'
-    mean ± sd."""
-    lines = [SUMMARY_BEGIN, "| row | setting | budget | seeds | R² paper | R² here | MCC paper | MCC here |",
-             "|---|---|---|---|---|---|---|---|"]
-    for (row_id, budget), members in groups(load_results(folder)).items():
-        paper = members[0]["paper"]
-        cells = []
-        for metric in ("r2", "mcc"):
-            s = summary([m[metric] for m in members])
-            here = f"{s['mean']:.2f}" + (f" ± {s['sd']:.2f}" if s["n"] > 1 else "")
-            cells += [paper_cell(paper, metric), here]
-        title = members[0]["title"]
-        lines.append(f"| {row_id} | {title} | {budget} | {seeds_cell(members)} | {' | '.join(cells)} |")
-    return "\n".join([*lines, SUMMARY_END])
+    """The short table of docs/synthetic.md: every row, column and budget measured."""
+    results = load_results(folder)
+    grouped = groups(results)
+    chosen = {row.id: [(c, b) for c, b, _ in row_groups(row, grouped)] for row in rows().values()}
+    return "\n".join([SUMMARY_BEGIN, *_short_lines(results, {k: v for k, v in chosen.items() if v}),
+                      SUMMARY_END])
 
 
 README_BEGIN = ("<!-- synthetic-readme:begin (generated by `ident3d synthetic report --results "
@@ -265,35 +283,50 @@ README_BEGIN = ("<!-- synthetic-readme:begin (generated by `ident3d synthetic re
 README_END = "<!-- synthetic-readme:end -->"
 
 
+PAPER_BUDGET = Budget(steps=300_003, batch_size=6_144, lr=1e-4)  # main_mlp.py, unsupervised
+TABLE_BUDGET = "table"  # the plan's sweep whose budget the README states
+
+
 def readme_block(folder: Path) -> str:
-    """README's short table: each row that has a paper number or is held to the claim (no deviation
-    rows), at its budget with the most seeds and, where another ran longer, at the largest budget too."""
-    known = rows()
-    chosen: dict[str, dict[tuple[int, int], tuple[str, list[dict[str, Any]]]]] = {}
-    for (row_id, budget), members in groups(load_results(folder)).items():
-        first = members[0]
-        if known.get(row_id) is None or known[row_id].reference:
-            continue
-        if not first["paper"] and first["theory"] != "identifiable":
-            continue
-        size = Budget(**first["budget"])
-        pairs_seen = size.steps * size.batch_size if first["curve"] else 0
-        chosen.setdefault(row_id, {})[(len(members), pairs_seen)] = (budget, members)
-    lines = [README_BEGIN, "| row | setting | budget | seeds | R² paper | R² here | MCC paper | MCC here |",
-             "|---|---|---|---|---|---|---|---|"]
-    for row_id, by_size in chosen.items():
-        most_seeds, largest = max(by_size), max(by_size, key=lambda k: (k[1], k[0]))
-        for key in dict.fromkeys((most_seeds, largest)):
-            budget, members = by_size[key]
-            first, cells = members[0], []
-            for metric in ("r2", "mcc"):
-                s = summary([m[metric] for m in members])
-                claim = paper_cell(first["paper"], metric)
-                if claim == "—" and first["theory"] == "identifiable":
-                    claim = f"near {CLAIM:.0f} (claim)"
-                cells += [claim, f"{s['mean']:.2f}" + (f" ± {s['sd']:.2f}" if s["n"] > 1 else "")]
-            lines.append(f"| {row_id} | {first['title']} | {budget} | {seeds_cell(members)} | "
-                         f"{' | '.join(cells)} |")
+    """README's few lines: how the paper's rows fare at the table's budget, column by column (each row
+    at its budget with the most seeds), how far that budget is from the paper's, and AnInfoNCE
+    against its isotropic control, seed by seed."""
+    from ident3d.baselines.synthetic.sweep import load_plan
+
+    results = load_results(folder)
+    grouped = groups(results)
+    table_budget = next(s.budget for s in load_plan() if s.name == TABLE_BUDGET)
+    ratio = (PAPER_BUDGET.steps * PAPER_BUDGET.batch_size) / (table_budget.steps * table_budget.batch_size)
+    lines = [README_BEGIN, "| the paper's column | rows with 3 seeds | reproduced | not reproduced | "
+             "not decidable |", "|---|---|---|---|---|"]
+    paper_rows = [row for row in rows().values() if row.paper_source.startswith("Zimmermann")]
+    for column in COLUMNS:
+        verdicts = []
+        for row in paper_rows:
+            metric = judged(row)[0]
+            if row.paper_value(metric, column) is None:
+                continue
+            found = [members for c, _, members in row_groups(row, grouped) if c == column
+                     and (column == "identity" or Budget(**members[0]["budget"]) == table_budget)]
+            if found and len(found[0]) >= MIN_SEEDS:
+                verdicts.append(verdict_cell(row, column, metric, found[0]))
+        if verdicts:
+            counts = [sum(v.startswith(word) for v in verdicts) for word in ("reproduced", "not reproduced",
+                                                                             "not decidable")]
+            lines.append(f"| {column} | {len(verdicts)} | " + " | ".join(map(str, counts)) + " |")
+    lines += ["", f"Trained columns at {table_budget.label()} per run, {ratio:,.0f} times fewer pairs than "
+              f"the paper's {PAPER_BUDGET.label()}; each row at every budget: docs/synthetic.md."]
+    a, b = "A.1", "A.2"
+    arms = [(grouped[(a, "unsupervised", budget)], grouped.get((b, "unsupervised", budget)))
+            for (run_id, column, budget) in grouped if (run_id, column) == (a, "unsupervised")]
+    mine, control = max(arms, key=lambda pair: len(pair[0]), default=(None, None))
+    if mine and control and len(mine) >= MIN_SEEDS:
+        spearman = [m["precision"]["spearman"] for m in mine if "spearman" in m.get("precision", {})]
+        budget = Budget(**mine[0]["budget"]).label()
+        lines += ["", f"AnInfoNCE ({a}) against isotropic InfoNCE ({b}) at {budget}, same seeds, {a} minus "
+                  f"{b}: MCC {paired(mine, control, 'mcc')}; R² {paired(mine, control, 'r2')}"
+                  + (f"; the learned Lambda ranks the true precisions with Spearman "
+                     f"{min(spearman):.3f}-{max(spearman):.3f}." if spearman else ".")]
     return "\n".join([*lines, README_END])
 
 
@@ -307,16 +340,18 @@ def figures(folder: Path) -> dict[str, str]:
 
 def report(folder: Path) -> str:
     results = load_results(folder)
-    known = rows()  # the quoted numbers' sources as rows.toml gives them now (older results quote less)
-    sources = sorted({(r["row"], known[r["row"]].paper_source) for r in results
-                      if known[r["row"]].paper_source})
+    measured = {r["row"] for r in results}
+    sources = [(row.id, row.paper_source) for row in rows().values()
+               if row.paper_source and row.run_id in measured]
     parts = ["<!-- generated by `ident3d synthetic report`; do not edit by hand -->", "",
              f"{len(results)} runs from `{folder}`.", "", *table(results), "",
              "Learning curves (held-out R² / MCC in percent at logged steps):", "", *curves(results)]
     beside_lines = beside(results)
     if len(beside_lines) > 2:
-        parts += ["", "Deviation rows beside the row they change one thing of (same budget; a verdict needs "
-                  f"{MIN_SEEDS} seeds per arm):", "", *beside_lines]
+        parts += ["", "Deviation rows beside the row they change one thing of (same budget, seed by seed: "
+                  "the mean of the paired differences with its 95% t interval; a verdict needs "
+                  f"{MIN_SEEDS} pairs):",
+                  "", *beside_lines]
     log_lines = against_the_log(results)
     if len(log_lines) > 2:
         parts += ["", "Against the paper's own training log at the same step (the log's run is described "

@@ -25,7 +25,7 @@ from ident3d.baselines.checkpoints import load_checkpoint, readable_checkpoint, 
 from ident3d.baselines.losses import PRECISION_MAPS, AnInfoNCE, build_loss
 from ident3d.baselines.models import MLPEncoder
 from ident3d.baselines.synthetic.processes import invertible_mlp
-from ident3d.baselines.synthetic.table import Row
+from ident3d.baselines.synthetic.table import COLUMNS, Row, get_row
 from ident3d.errors import TrainingError
 
 log = logging.getLogger(__name__)
@@ -79,11 +79,15 @@ class Budget:
     def label(self) -> str:
         """The same, for people: ``256 x 10,000, lr 0.001`` (and what else differs from the defaults)."""
         parts = (r for _, r in self._beyond_defaults())
-        return f"{self.batch_size} x {self.steps:,}, lr {self.lr:g}" + "".join(parts)
+        return f"{self.batch_size:,} x {self.steps:,}, lr {self.lr:g}" + "".join(parts)
 
 
-def result_name(row: Row, seed: int, budget: Budget) -> str:
-    return f"{row.id}-seed{seed}-{budget.tag()}.json"
+def result_name(row: Row, seed: int, budget: Budget, column: str = "unsupervised") -> str:
+    """``T1.1-seed0-b256-n10000-lr0.001.json``; the other columns say so, and the identity read-out
+    (nothing trained) has no budget: ``T1.1-identity-seed0.json``."""
+    kind = "" if column == "unsupervised" else f"-{column}"
+    trained = "" if column == "identity" else f"-{budget.tag()}"
+    return f"{row.run_id}{kind}-seed{seed}{trained}.json"
 
 
 def held_out(row: Row, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -112,10 +116,15 @@ def precision_recovery(row: Row, learned: np.ndarray, assignment: list[int], see
         truth, matched, seed=seed, permutations=PERMUTATIONS)
 
 
-def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True) -> Path:
-    """Train (or resume) row ``row`` with ``seed`` under ``budget``; write ``out/<name>.json``."""
+def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
+        column: str = "unsupervised") -> Path:
+    """Train (or resume) ``column`` of row ``row`` with ``seed`` under ``budget``; write
+    ``out/<name>.json``. A row that shares its runs with another (``same_run_as``) runs that row."""
+    if column not in COLUMNS:
+        raise TrainingError(f"column = {column!r}; expected one of {', '.join(COLUMNS)}")
+    row = get_row(row.run_id)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / result_name(row, seed, budget)
+    path = out / result_name(row, seed, budget, column)
     if path.exists():
         log.info("%s exists; nothing to do", path)
         return path
@@ -124,13 +133,13 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True) -
     mixing = invertible_mlp(row.process.dim, MIXING_LAYERS, seed)
     z_fit, z_score = held_out(row, seed)
     z_eval = np.concatenate([z_fit, z_score])
-    if row.model.kind == "identity":
+    if column == "identity":
         result = score(_features(nn.Identity(), mixing, z_eval), z_fit, z_score) | {"curve": []}
-        return _write(path, row, seed, budget, result, cpu_seconds=0.0)
+        return _write(path, row, column, seed, budget, result, cpu_seconds=0.0)
 
     encoder = MLPEncoder(row.process.dim, row.model.space)
     m = row.model
-    criterion = (None if m.kind == "supervised" else
+    criterion = (None if column == "supervised" else
                  build_loss(m.loss, dim=row.process.dim, p=m.p, tau=m.tau, negatives=m.negatives,
                             precision_map=budget.precision_map))
     groups = [{"params": encoder.parameters()}]
@@ -175,16 +184,15 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True) -
         learned = criterion.precision.detach().numpy().astype(np.float64)
         result["precision"] = (precision_recovery(row, learned, result["assignment"], seed)
                                if learned.size == row.process.dim else {"learned": learned.tolist()})
-    path = _write(path, row, seed, budget, result, cpu + time.process_time() - started)
+    path = _write(path, row, column, seed, budget, result, cpu + time.process_time() - started)
     checkpoint.unlink(missing_ok=True)
     return path
 
 
-def _write(path: Path, row: Row, seed: int, budget: Budget, result: dict[str, Any],
+def _write(path: Path, row: Row, column: str, seed: int, budget: Budget, result: dict[str, Any],
            cpu_seconds: float) -> Path:
-    record = {"row": row.id, "title": row.title, "theory": row.theory, "seed": seed,
-              "budget": asdict(budget), "paper": row.paper, "paper_source": row.paper_source,
-              "cpu_seconds": round(cpu_seconds, 1), "torch_threads": torch.get_num_threads(),
-              "ident3d": __version__} | result
+    record = {"row": row.id, "column": column, "title": row.title, "theory": row.theory, "seed": seed,
+              "budget": asdict(budget), "cpu_seconds": round(cpu_seconds, 1),
+              "torch_threads": torch.get_num_threads(), "ident3d": __version__} | result
     atomic.write_json(path, record)
     return path

@@ -1,6 +1,7 @@
 """Run a plan of the synthetic experiments: rows x seeds at a budget, resumable, shared by processes.
 
-A plan is a TOML file of ``[[sweep]]`` tables (``name``, ``rows``, ``seeds``, ``budget``); the
+A plan is a TOML file of ``[[sweep]]`` tables (``name``, ``rows``, ``seeds``, ``budget``, the ``column``:
+unsupervised, identity or supervised, and ``default = false`` for a sweep run only when named); the
 measured table of this project is ``plan.toml`` beside this module. Each (row, seed) is a job of the
 experiments' driver (``ident3d.baselines.driver``): any number of processes may run the same plan
 into the same folder; a finished run (its result file exists) is skipped, and a run whose claimer
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from ident3d.baselines.driver import Job, run_jobs
 from ident3d.baselines.synthetic.run import Budget, result_name, run
-from ident3d.baselines.synthetic.table import get_row
+from ident3d.baselines.synthetic.table import COLUMNS, get_row
 from ident3d.errors import TrainingError
 from ident3d.readers import read_regular
 
@@ -28,6 +29,8 @@ class Sweep:
     rows: tuple[str, ...]
     seeds: tuple[int, ...]
     budget: Budget
+    column: str = "unsupervised"
+    default: bool = True  # run by a plain ``sweep``; False: only when named (``--only``)
 
 
 PLAN = "baselines/synthetic/plan.toml"
@@ -63,7 +66,13 @@ def parse_plan(text: str, source: str) -> list[Sweep]:
                                 f"Fix: lay it out like {PLAN}.")
         for row_id in rows:
             get_row(row_id)
-        sweeps.append(Sweep(name, tuple(rows), tuple(seeds), Budget.parse(entry.get("budget", {}), where)))
+        column, default = entry.get("column", "unsupervised"), entry.get("default", True)
+        if not isinstance(default, bool):
+            raise TrainingError(f"{where}: default = {default!r}; expected true or false")
+        if column not in COLUMNS:
+            raise TrainingError(f"{where}: column = {column!r}; expected one of {', '.join(COLUMNS)}")
+        sweeps.append(Sweep(name, tuple(rows), tuple(seeds), Budget.parse(entry.get("budget", {}), where),
+                            column, default))
     if not sweeps:
         raise TrainingError(f"{source}: no [[sweep]] table. Fix: lay it out like {PLAN}.")
     return sweeps
@@ -71,13 +80,14 @@ def parse_plan(text: str, source: str) -> list[Sweep]:
 
 def sweep(sweeps: list[Sweep], out: Path, only: str | None = None, progress: bool = True) -> list[Path]:
     """Run every (row, seed) of the chosen sweeps not yet finished or claimed; return the results."""
-    chosen = [s for s in sweeps if only is None or s.name == only]
+    chosen = [s for s in sweeps if s.name == only or (only is None and s.default)]
     if not chosen:
         raise TrainingError(f"no sweep named {only!r}; the plan has {', '.join(s.name for s in sweeps)}")
     jobs = []
     for s in chosen:
         for row in map(get_row, s.rows):
             for seed in s.seeds:
-                done = out / result_name(row, seed, s.budget)
-                jobs.append(Job(done.stem, done, partial(run, row, seed, s.budget, out, progress=progress)))
+                done = out / result_name(row, seed, s.budget, s.column)
+                jobs.append(Job(done.stem, done, partial(run, row, seed, s.budget, out, progress=progress,
+                                                         column=s.column)))
     return run_jobs(jobs, out)

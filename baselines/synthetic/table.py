@@ -14,13 +14,15 @@ from ident3d.baselines.models import OUTPUT_SPACES
 from ident3d.baselines.synthetic.processes import Process
 from ident3d.errors import TrainingError
 
-KINDS = ("contrastive", "identity", "supervised")
-THEORIES = ("identifiable", "mismatch", "baseline")
+THEORIES = ("identifiable", "mismatch")
+# What a row's runs train: the contrastive encoder (the paper's "Unsupervised" column), nothing (the
+# "Identity" read-out of g itself) or the same encoder fitted to z by MSE ("Supervised").
+COLUMNS = ("unsupervised", "identity", "supervised")
+METRICS = ("r2", "mcc")
 
 
 @dataclass(frozen=True)
 class Model:
-    kind: str
     space: str = "unbounded"
     loss: str = "lp"
     p: float = 2.0
@@ -28,7 +30,7 @@ class Model:
     negatives: str = "anchors"
 
     def __post_init__(self) -> None:
-        for name, allowed in (("kind", KINDS), ("space", tuple(OUTPUT_SPACES)), ("loss", LOSSES),
+        for name, allowed in (("space", tuple(OUTPUT_SPACES)), ("loss", LOSSES),
                               ("negatives", NEGATIVES)):
             if getattr(self, name) not in allowed:
                 raise TrainingError(f"model {name} = {getattr(self, name)!r}; expected one of "
@@ -42,10 +44,20 @@ class Row:
     theory: str
     process: Process
     model: Model
-    paper: dict[str, list[float]] = field(default_factory=dict)  # "r2"/"mcc": [mean] or [mean, sd]
+    # metric -> column -> [mean] or [mean, sd], as the source prints them (percent)
+    paper: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     paper_source: str = ""
     paper_curve: tuple[tuple[int, float, float], ...] = ()  # (step, R², MCC) from the paper's own log
-    reference: str = ""  # a deviation row: the row it changes one thing of (compared at equal budgets)
+    reference: str = ""  # a deviation row: the row it changes one thing of (compared seed by seed)
+    same_run_as: str = ""  # the row whose runs this one shares (the paper prints the setting twice)
+
+    @property
+    def run_id(self) -> str:
+        """The id its result files carry."""
+        return self.same_run_as or self.id
+
+    def paper_value(self, metric: str, column: str = "unsupervised") -> list[float] | None:
+        return self.paper.get(metric, {}).get(column)
 
 
 def precisions(text: str, dim: int) -> tuple[float, ...]:
@@ -66,19 +78,29 @@ def _row(entry: dict[str, Any]) -> Row:
     if entry["theory"] not in THEORIES:
         raise TrainingError(f"row {entry['id']}: theory = {entry['theory']!r}; expected one of "
                             f"{', '.join(THEORIES)}")
+    paper = entry.get("paper", {})
+    if not all(metric in METRICS and set(values) <= set(COLUMNS) for metric, values in paper.items()):
+        raise TrainingError(f"row {entry['id']}: paper = {paper!r}; expected {{ metric = {{ column = "
+                            f"[mean, sd] }} }} with metrics {', '.join(METRICS)} and columns "
+                            f"{', '.join(COLUMNS)}")
     return Row(id=entry["id"], title=entry["title"], theory=entry["theory"], process=Process(**process),
-               model=Model(**entry["model"]), paper=entry.get("paper", {}),
+               model=Model(**entry["model"]), paper=paper,
                paper_source=entry.get("paper_source", ""),
                paper_curve=tuple(tuple(point) for point in entry.get("paper_curve", ())),
-               reference=entry.get("reference", ""))
+               reference=entry.get("reference", ""), same_run_as=entry.get("same_run_as", ""))
 
 
 def rows() -> dict[str, Row]:
     text = files("ident3d.baselines.synthetic").joinpath("rows.toml").read_text()
     table = {entry["id"]: _row(entry) for entry in tomllib.loads(text)["row"]}
     for row in table.values():
-        if row.reference and row.reference not in table:
-            raise TrainingError(f"row {row.id}: reference = {row.reference!r} is no row of rows.toml")
+        for name in ("reference", "same_run_as"):
+            other = getattr(row, name)
+            if other and other not in table:
+                raise TrainingError(f"row {row.id}: {name} = {other!r} is no row of rows.toml")
+        shared = table.get(row.same_run_as)
+        if shared and (shared.process, shared.model) != (row.process, row.model):
+            raise TrainingError(f"row {row.id}: same_run_as = {row.same_run_as!r}, but its setting differs")
     return table
 
 

@@ -18,6 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub.add_parser("rows", help="print every row: id, theory, setting, the paper's numbers")
     run = sub.add_parser("run", help="train and score one row for one seed (resumes where it stopped)")
     run.add_argument("--row", required=True, help="a row id of `ident3d synthetic rows`, e.g. T2.1")
+    run.add_argument("--column", choices=("unsupervised", "identity", "supervised"), default="unsupervised",
+                     help="the paper's column: the contrastive encoder (default), the identity read-out of "
+                          "g, or the encoder fitted to z by MSE")
     run.add_argument("--seed", type=nonnegative_int, default=0)
     run.add_argument("--out", type=Path, required=True,
                      help="folder of result files (one per row, seed and budget)")
@@ -50,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         from ident3d.baselines.synthetic.table import rows
 
         for row in rows().values():
-            paper = ", ".join(f"{metric} {paper_cell(row.paper, metric)}" for metric in row.paper)
+            paper = ", ".join(f"{column} {metric} {paper_cell(value)}"
+                              for metric, columns in row.paper.items() for column, value in columns.items())
             print(f"{row.id:6} {row.theory:12} {row.title}" + (f"  [paper: {paper}]" if paper else ""))
         return 0
     if args.action == "report":
@@ -87,5 +91,6 @@ def run(args: argparse.Namespace) -> int:
     chosen = {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "loss_lr": args.loss_lr,
               "precision_map": args.precision_map, "eval_every": args.eval_every}
     budget = replace(Budget(), **{k: v for k, v in chosen.items() if v is not None})
-    print(run_row(get_row(args.row), args.seed, budget, args.out, progress=not args.quiet))
+    print(run_row(get_row(args.row), args.seed, budget, args.out, progress=not args.quiet,
+                  column=args.column))
     return 0
