@@ -14,7 +14,7 @@ from ident3d.baselines import presets
 from ident3d.baselines.losses import LOSSES, NEGATIVES, PRECISION_MAPS
 from ident3d.baselines.models import OUTPUT_SPACES, STEMS
 from ident3d.baselines.positives import SOURCES
-from ident3d.errors import TrainingError
+from ident3d.errors import TrainingError, did_you_mean
 from ident3d.readers import read_regular
 
 # Values that may change when a run is resumed; every other field must match the saved config.
@@ -161,8 +161,9 @@ def parse_settings(pairs: list[str]) -> dict[str, Any]:
 def load_preset(name: str, **overrides: Any) -> TrainConfig:
     """The preset's config with ``overrides`` applied (None values are ignored)."""
     if name not in preset_names():
-        raise TrainingError(f"unknown preset {name!r}; expected one of {', '.join(preset_names())}. "
-                            "Fix: pick one, or pass your own settings with --config FILE.toml / --set.")
+        raise TrainingError(f"unknown preset {name!r}; expected one of {', '.join(preset_names())}."
+                            f"{did_you_mean(name, preset_names())} Fix: pick one, or pass your own "
+                            "settings with --config FILE.toml / --set.")
     values = _coerce(presets.read(name), f"baselines/presets/{name}.toml")
     values.update(_coerce({k: v for k, v in overrides.items() if v is not None}, "overrides"))
     return TrainConfig(preset=name, **values)

@@ -41,8 +41,9 @@ def section(entries: list[dict]) -> str:
         "points). The paper's own numbers are judged by the same rule.", "",
         *summary_lines(here, paper), "",
         f"Of {len(RELATIONS)} relations: holds {verdicts.count('holds')}, does not hold "
-        f"{verdicts.count('does not hold')}, not decidable at this budget "
-        f"{verdicts.count('not decidable at this budget')}.", "",
+        f"{verdicts.count('does not hold')}, not decidable "
+        f"{sum(v.startswith('not decidable') for v in verdicts)} (a descriptive table: no correction for "
+        "multiplicity; docs/cpu-track.md says what else it does not correct for).", "",
         "The Laplace relation again on exactly rendered pairs (snapped to the track's training latents the "
         "two conditionals are nearly alike in spread and tails; docs/cpu-track.md measures both), by the "
         "same rule:", "",

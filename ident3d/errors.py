@@ -39,3 +39,11 @@ class DeviceError(Ident3dError):
 
 class TrainingError(Ident3dError, ValueError):
     """A training run that cannot start or resume: bad config, unknown preset, mismatched run folder."""
+
+
+def did_you_mean(value: str, known: list[str] | tuple[str, ...]) -> str:
+    """`` Did you mean 'x'?`` for the known name nearest a mistyped ``value``, or nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(str(value), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""

@@ -290,6 +290,7 @@ class _ScoredSplit:
     readout: fresh_module.Readout
     held_out: tuple[np.ndarray, np.ndarray]  # latents and standardised features of the score rows
     feature_dim: int
+    ood: dict[str, tuple[np.ndarray, np.ndarray]]  # OOD split -> its latents and standardised features
 
 
 def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str, ThreeDIdent],
@@ -308,9 +309,9 @@ def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str,
                  "search per latent (the slow part)",
                  len(dataset) // 2, len(dataset))
     z = dataset.latents[:, continuous].astype(np.float64)
-    s = score(z, h, protocol, [dataset.factor_names[c] for c in continuous],
-              {name: (split_set.latents[:, continuous].astype(np.float64), h_ood[name])
-               for name, split_set in ood_sets.items()})
+    ood = {name: (split_set.latents[:, continuous].astype(np.float64), h_ood[name])
+           for name, split_set in ood_sets.items()}
+    s = score(z, h, protocol, [dataset.factor_names[c] for c in continuous], ood)
     keys = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
     per = {k: _unit(s[k]) for k in keys}
     per_latent = [{"factor": dataset.factor_names[c], **{k: (per[k][i] if per[k] else None) for k in keys}}
@@ -337,37 +338,50 @@ def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str,
         "n_score": s["n_score"],
     }
     readout = fresh_module.Readout(z[s["fit"]], h[s["fit"]], np.asarray(s["assignment"]), protocol)
-    return _ScoredSplit(fields, standardise, readout, (z[s["test"]], h[s["test"]]), int(h.shape[1]))
+    return _ScoredSplit(fields, standardise, readout, (z[s["test"]], h[s["test"]]), int(h.shape[1]), ood)
 
 
 def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_size: int, progress: bool,
                 protocol: str, workers: int, public: _ScoredSplit, seed: int | None) -> dict[str, Any]:
-    """Render a fresh draw of ``track`` (seed from OS entropy unless given), encode it with the same
-    loaded model, score it with the read-outs the protocol fitted on the public split, and return the
+    """Render a fresh draw of ``track`` (seed from OS entropy unless given): ``n`` test images and, on
+    an OOD track, ``n`` images of each region split scored here; encode them with the same loaded
+    model, score them with the read-outs the protocol fitted on the public split, and return the
     result's ``fresh`` section: the draw's scores, its seed (revealed only now, after scoring) and
-    the memorisation gap against the public split's held-out rows."""
+    the memorisation gaps against the public split's held-out rows and its region splits."""
     given = seed is not None
     seed = seed if given else fresh_module.draw_seed()
-    with tempfile.TemporaryDirectory(prefix="ident3d-fresh-") as scratch:
-        began = time.perf_counter()
-        if progress:
-            log.info("rendering a fresh draw of %d test images of %s (%d processes)", n, track.id, workers)
-        fresh_module.render_draw(track, n, seed, Path(scratch), workers)
-        rendered = time.perf_counter()
-        dataset = ThreeDIdent(scratch, "test")
-        raw = _features(sub, dataset, dev, batch_size, progress)
-    h = public.standardise(raw, f"{sub.path} on the fresh draw")
-    z = dataset.latents[:, dataset.variant_spec.continuous_columns].astype(np.float64)
+    drawn: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    began = time.perf_counter()
+    render_s = 0.0
+    for split in ("test", *public.ood):
+        with tempfile.TemporaryDirectory(prefix="ident3d-fresh-") as scratch:
+            started = time.perf_counter()
+            if progress:
+                log.info("rendering a fresh draw of %d %s images of %s (%d processes)", n, split, track.id,
+                         workers)
+            fresh_module.render_draw(track, n, seed, Path(scratch), workers, split=split)
+            render_s += time.perf_counter() - started
+            dataset = ThreeDIdent(scratch, split)
+            raw = _features(sub, dataset, dev, batch_size, progress)
+        columns = dataset.variant_spec.continuous_columns
+        drawn[split] = (dataset.latents[:, columns].astype(np.float64),
+                        public.standardise(raw, f"{sub.path} on the fresh draw of {split}"))
+    z, h = drawn["test"]
     per = public.readout.per_latent(z, h)
     means = public.readout.means(per)
     names = [dataset.factor_names[c] for c in dataset.variant_spec.continuous_columns]
     gap = fresh_module.memorisation_gap(public.readout, public.held_out, (z, h), seed)
+    regions = [{"split": split, "n": n,
+                "gap": fresh_module.memorisation_gap(public.readout, public.ood[split], drawn[split], seed)}
+               for split in public.ood]
     return {"seed": seed, "seed_source": "given" if given else "entropy", "n": n, "track": track.id,
             "render_settings": track.pixel_settings(),
-            "render_s": round(rendered - began, 3), "score_s": round(time.perf_counter() - rendered, 3),
+            "render_s": round(render_s, 3), "score_s": round(time.perf_counter() - began - render_s, 3),
             "metrics": {"linear_r2": means["linear_r2"], "nonlinear_r2": None,
                         "mcc_pearson": means["mcc_pearson"], "mcc_spearman": None},
             "per_latent": [{"factor": name, "linear_r2": float(np.clip(per["linear_r2"][i], 0, 1)),
                             "nonlinear_r2": None, "mcc_pearson": float(per["mcc_pearson"][i]),
                             "mcc_spearman": None} for i, name in enumerate(names)],
-            "gap": gap, "memorised": any(g["above_chance"] for g in gap.values())}
+            "gap": gap, **({"regions": regions} if regions else {}),
+            "memorised": any(g["above_chance"] for part in (gap, *(r["gap"] for r in regions))
+                             for g in part.values())}

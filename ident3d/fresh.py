@@ -3,7 +3,8 @@ knew before, and the memorisation gap between the public split's score and their
 
 A public test split can be memorised: a model that stores its images and answers with their
 latents scores perfectly on it and says nothing about generalisation. A fresh draw is ``n`` new
-latents of the track's test distribution (its variant, marginal, regions or pairs), drawn with a
+latents of the track's test distribution (its variant, marginal, pairs, and on an OOD track each
+region split scored beside it), drawn with a
 seed taken from OS entropy when the draw starts, rendered with the track's settings, and scored
 by the read-outs the protocol fitted on the public split (``Readout``), beside the public split's
 own held-out score rows. The seed is written into the result after scoring, so anyone can render
@@ -51,14 +52,14 @@ def check_drawable(track: Track | None, what: str) -> Track:
     return track
 
 
-def render_draw(track: Track, n: int, seed: int, root: Path, workers: int = 2) -> Path:
-    """Render the draw into ``root/test`` (a finished split of the track's test distribution). An
-    OOD track's region splits are not drawn afresh (yet): its fresh score is the in-distribution one."""
+def render_draw(track: Track, n: int, seed: int, root: Path, workers: int = 2, split: str = "test") -> Path:
+    """Render the draw into ``root/split``: a finished split of ``n`` images of the distribution of the
+    track's ``split`` (its test split, or one of an OOD track's region splits)."""
     render = next((point.load() for point in entry_points(group=RENDERERS, name="blender-draw")), None)
     if render is None:
         raise DatasetError("a fresh draw needs the renderer. Fix: install ident3d from its clone with the "
                            'render extra (pip install -e ".[render]"; README, "Install")')
-    return render(track, "test", Path(root), n=n, seed=seed, workers=workers)
+    return render(track, split, Path(root), n=n, seed=seed, workers=workers)
 
 
 @dataclass(frozen=True)

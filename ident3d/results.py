@@ -61,13 +61,16 @@ class Result:
         fresh = self.document.get("fresh")
         if not fresh:
             return []
-        lines = [f"fresh draw: {fresh['n']} test images of {fresh['track']} rendered now "
-                 f"(seed {fresh['seed']}, {fresh['seed_source']})"]
-        for key, g in fresh["gap"].items():
-            low, high = (100 * v for v in g["ci95"])
-            lines.append(f"  {key}: public {100 * g['public']:.2f}, fresh {100 * g['fresh']:.2f} (95% "
-                         f"{100 * g['fresh_ci95'][0]:.2f} to {100 * g['fresh_ci95'][1]:.2f}); gap "
-                         f"{100 * g['gap']:+.2f} [{low:+.2f}, {high:+.2f}]")
+        regions = fresh.get("regions", [])
+        lines = [f"fresh draw: {fresh['n']} test images of {fresh['track']} rendered now"
+                 + (f", and {fresh['n']} of each of its {len(regions)} OOD regions" if regions else "")
+                 + f" (seed {fresh['seed']}, {fresh['seed_source']})"]
+        for where, gap in (("", fresh["gap"]), *((f"{r['split']} ", r["gap"]) for r in regions)):
+            for key, g in gap.items():
+                low, high = (100 * v for v in g["ci95"])
+                lines.append(f"  {where}{key}: public {100 * g['public']:.2f}, fresh {100 * g['fresh']:.2f} "
+                             f"(95% {100 * g['fresh_ci95'][0]:.2f} to {100 * g['fresh_ci95'][1]:.2f}); gap "
+                             f"{100 * g['gap']:+.2f} [{low:+.2f}, {high:+.2f}]")
         lines.append("  the public split scores higher than unseen images beyond chance: the model may have "
                      "memorised it" if fresh["memorised"] else
                      "  the public and fresh scores agree within chance (no sign of memorisation)")

@@ -12,6 +12,11 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path):
            "--n-train", "150", "--n-test", "100", "--iterations", "20"]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stderr
+    assert [line[:6] for line in first.stdout.splitlines() if line.startswith("== ")] == [
+        f"== {i}/7" for i in range(1, 8)]
+    # a custom test split has no track distribution to draw from (the fresh-draw flow on the track's
+    # split is tests/test_fresh.py's, with the same lookup encoder the demo builds)
+    assert "skipped: --n-test makes a custom test split" in first.stdout
     oracle = json.loads((tmp_path / "results/true-latents.json").read_text())
     assert oracle["metrics"]["mcc_pearson"] > 0.999
     pixels = json.loads((tmp_path / "results/pixel-readout.json").read_text())

@@ -10,53 +10,18 @@ import shutil
 
 import numpy as np
 import pytest
-import torch
 
-from ident3d.datasets import ThreeDIdent
+from ident3d.baselines.lookup import export_lookup
+from ident3d.baselines.pixels import export_pixel_readout
 from ident3d.evaluation import evaluate
 
 pytestmark = [pytest.mark.blender, pytest.mark.slow]
 FRESH = 300
 
 
-class Lookup(torch.nn.Module):
-    """The public split as a table: the image pooled to 16 x 16, the nearest stored image by a dot
-    product, and that image's latents (a plain export of allow-listed operators)."""
-
-    def __init__(self, images: torch.Tensor, latents: torch.Tensor) -> None:
-        super().__init__()
-        self.register_buffer("keys", self.key(images))
-        self.register_buffer("values", latents)
-
-    @staticmethod
-    def key(x: torch.Tensor) -> torch.Tensor:
-        k = torch.nn.functional.avg_pool2d(x, 4).flatten(1)
-        return k / k.norm(dim=1, keepdim=True)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.values.index_select(0, (self.key(x) @ self.keys.t()).argmax(1))
-
-
-class Pixels(torch.nn.Module):
-    """An honest, weak encoder: the image average-pooled to 8 x 8."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.adaptive_avg_pool2d(x, 8).flatten(1)
-
-
-def export(module: torch.nn.Module, path):
-    program = torch.export.export(module.eval(), (torch.rand(2, 3, 64, 64),),
-                                  dynamic_shapes=({0: torch.export.Dim.AUTO},))
-    torch.export.save(program, str(path))
-    return path
-
-
 @pytest.fixture(scope="module")
 def lookup_model(cpu_track_data, tmp_path_factory):
-    split = ThreeDIdent(cpu_track_data, "test")
-    images = torch.from_numpy(np.stack([split.load_array(i) for i in range(len(split))])).permute(0, 3, 1, 2)
-    model = Lookup(images.float() / 255, torch.from_numpy(split.latents).float())
-    return export(model, tmp_path_factory.mktemp("lookup") / "lookup.pt2")
+    return export_lookup(cpu_track_data, tmp_path_factory.mktemp("lookup") / "lookup.pt2")
 
 
 def test_a_memorising_model_collapses_on_a_fresh_draw_and_is_flagged(cpu_track_data, lookup_model):
@@ -71,7 +36,7 @@ def test_a_memorising_model_collapses_on_a_fresh_draw_and_is_flagged(cpu_track_d
 
 
 def test_an_honest_model_keeps_its_score_and_a_revealed_draw_re_renders(cpu_track_data, tmp_path):
-    model = export(Pixels(), tmp_path / "pixels.pt2")
+    model = export_pixel_readout(tmp_path / "pixels.pt2", 64)
     first = evaluate(model, cpu_track_data, fresh=FRESH, fresh_seed=12345, progress=False).document
     fresh = first["fresh"]
     assert fresh["seed_source"] == "given" and not fresh["memorised"]

@@ -176,6 +176,13 @@ def test_the_evaluator_scores_the_rendered_ood_splits_and_refuses_a_forged_one(
     for got, want in pairs:
         assert got["linear_r2"] == pytest.approx(want["linear_r2"], abs=1e-6), got["factor"]
 
+    # a fresh draw of an OOD track draws each region too, scored by the same read-outs beside the
+    # public region split
+    fresh = evaluate(model, data, fresh=8, fresh_seed=3, progress=False).document["fresh"]
+    (region,) = fresh["regions"]
+    assert region["split"] == "test-extrapolation" and region["n"] == 8
+    assert set(region["gap"]) == {"linear_r2", "mcc_pearson"}
+
     forged = tmp_path / "forged"
     shutil.copytree(data, forged)
     shutil.rmtree(forged / "test-extrapolation")

@@ -37,15 +37,15 @@ def test_the_docs_section_is_what_the_entries_give():
 def test_a_verdict_needs_three_seeds_and_an_interval_on_the_right_side():
     three = Arm("a", 0.80, 0.01, 3)
     assert interval(three, Arm("b", 0.70, 0.01, 2)) is None  # two seeds: no verdict
-    assert verdict("above", interval(three, Arm("b", 0.70, 0.01, 2))) == "not decidable at this budget"
+    assert verdict("above", interval(three, Arm("b", 0.70, 0.01, 2)), 2) == "not decidable with 2 seeds"
     diff, low, high = interval(three, Arm("b", 0.70, 0.01, 3))
     assert diff == pytest.approx(0.10) and 0 < low < 0.10 < high
-    assert verdict("above", (diff, low, high)) == "holds"
-    assert verdict("above", interval(Arm("a", 0.70, 0.01, 3), three)) == "does not hold"
-    assert verdict("above", interval(Arm("a", 0.80, 0.20, 3), Arm("b", 0.70, 0.20, 3))) == \
-        "not decidable at this budget"  # the interval straddles 0
-    assert verdict("level", interval(three, Arm("b", 0.79, 0.01, 3))) == "holds"
-    assert verdict("level", interval(three, Arm("b", 0.60, 0.01, 3))) == "does not hold"
+    assert verdict("above", (diff, low, high), 3) == "holds"
+    assert verdict("above", interval(Arm("a", 0.70, 0.01, 3), three), 3) == "does not hold"
+    assert verdict("above", interval(Arm("a", 0.80, 0.20, 3), Arm("b", 0.70, 0.20, 3)), 3) == \
+        "not decidable with 3 seeds"  # the interval straddles 0
+    assert verdict("level", interval(three, Arm("b", 0.79, 0.01, 3)), 3) == "holds"
+    assert verdict("level", interval(three, Arm("b", 0.60, 0.01, 3)), 3) == "does not hold"
     pixels = Arm("pixels", 0.50, None, 1, deterministic=True)  # no seed: no seed variance
     assert interval(three, pixels)[1] > 0 and interval(Arm("a", 0.8, None, 1), pixels) is None
 
@@ -63,7 +63,7 @@ def test_each_original_row_is_set_against_its_variant_with_an_interval():
     assert "normal-box-original 40.00 (n=3) vs normal-box 60.00 (n=3): difference -20.00 [" in text
     assert "**does not hold**" in text  # 20 points apart: not level
     assert "laplace-box-original 60.00 (n=2) vs laplace-box 60.00 (n=3): difference +0.00; " \
-           "**not decidable at this budget**" in text  # two seeds
+           "**not decidable with 2 seeds**" in text
     assert text.count("not measured") == 4  # two rows x two metrics not run
 
 
@@ -75,7 +75,7 @@ def test_snapping_sets_each_presets_exact_runs_against_its_snapped_ones():
     rows = table[1:]
     assert len(rows) == 4  # normal-box and laplace-box, two metrics each; no exact normal-unbounded
     assert rows[0].startswith("| normal-box | R² | -15.00 [") and rows[0].endswith("; lower |")
-    assert rows[2] == "| laplace-box | R² | -5.00; not decidable at this budget |"  # one exact seed
+    assert rows[2] == "| laplace-box | R² | -5.00; not decidable with 1 seed |"  # one exact seed
 
 
 def test_the_readme_summary_is_what_the_entries_give():
@@ -95,7 +95,7 @@ def test_the_summary_names_the_arms_of_each_difference_and_both_verdicts():
     rows = summary_lines(here, here)
     close = next(row for row in rows if row.startswith("| Contrastive learning comes close"))
     # the best contrastive arm by R² is normal-unbounded, with two seeds: no interval, no verdict
-    assert "| supervised - normal-unbounded: +25.00 | not decidable at this budget |" in close
+    assert "| supervised - normal-unbounded: +25.00 | not decidable with 2 seeds |" in close
     sphere = next(row for row in rows if row.startswith("| Sphere reads less than Box"))
     assert sphere.endswith("| not measured | not measured | not measured |")
     exact = summary_lines({"laplace-box": arm("laplace-box", 0.58), "normal-box": arm("normal-box", 0.60)},

@@ -53,7 +53,7 @@ def test_summary_groups_seeds_and_reports_orderings_and_hues(tmp_path):
     assert "| v2-supervised | 1 | 99.00 | 99.00 | 99.00 | 99.00 | 99.00 | 800 × 256 | 683 | 5.0 |" in text
     assert "| v2-pixels | 1 | 30.00 | 20.00 | 30.00 | 30.00 | 20.00 | none | – | – |" in text
     assert ("| Sphere reads less than Box | R² | normal-box 90.00 (n=3) vs normal-sphere-vmf 87.00 (n=1): "
-            "difference +3.00; **not decidable at this budget** |") in text
+            "difference +3.00; **not decidable with 1 seed** |") in text
     assert "normal-box 90.00 (n=3) vs pixels 30.00 (no seed): difference +60.00 [" in text
     assert "| Image augmentations read less than latent positives (both Sphere) | R² | not measured |" in text
     assert "| object_hue | 95.00 / 90.00 | 40.00 / 80.00 |" in text

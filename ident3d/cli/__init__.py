@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import re
 import sys
+from typing import NoReturn
 
 from ident3d import __version__
-from ident3d.errors import Ident3dError
+from ident3d.errors import Ident3dError, did_you_mean
 
 OWN_LOGGERS = ("ident3d",)
 VERBS = ("info", "tracks", "render", "traverse", "pack", "download", "verify", "export", "import", "publish",
@@ -33,6 +35,19 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: {default})" if text else f"default: {default}"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with the package's error form: one ``error:`` line naming the flag and the value, the
+    nearest valid choice for a typo, and where the options are listed (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = ""
+        found = re.search(r"invalid choice: '?([^' ]+)'? \(choose from (.*)\)", message)
+        if found:
+            hint = did_you_mean(found[1], re.findall(r"'?([^',]+)'?(?:, |$)", found[2]))
+        self.exit(2, f"error: {self.prog}: {message.rstrip('.')}.{hint} Fix: `{self.prog} --help` lists "
+                     "the options.\n")
+
+
 def common_options() -> argparse.ArgumentParser:
     """Flags accepted before or after the verb; SUPPRESS keeps a flag given before it."""
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
@@ -44,7 +59,7 @@ def common_options() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ident3d",
         description="3DIdent identifiability benchmarks: render, load, evaluate, train, compare.",
         epilog=("every verb spells its options the same way: --data ROOT is the dataset root (the folder\n"

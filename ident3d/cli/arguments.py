@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ident3d.errors import Ident3dError
+from ident3d.errors import Ident3dError, did_you_mean
 
 
 def _number(kind: type, text: str, acceptable: Callable[[float], bool], wanted: str) -> int | float:
@@ -63,7 +63,7 @@ def variant_arg(text: str) -> str:
     if text in builtin_names() or (text.endswith(".toml") and Path(text).is_file()):
         return text
     raise argparse.ArgumentTypeError(f"expected one of {', '.join(builtin_names())} or an existing .toml "
-                                     f"spec file, got {text!r}")
+                                     f"spec file, got {text!r}.{did_you_mean(text, builtin_names())}")
 
 
 VARIANT_HELP = "a built-in variant (v2, legacy, objects, causal) or a variant spec file (.toml)"

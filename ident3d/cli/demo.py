@@ -2,8 +2,10 @@
 
 render (preview preset; the test split is the CPU track's, 3dident-v2-64) -> pack -> positive
 pairs through a DataLoader -> train the `smoke` baseline -> evaluate it (and two reference
-read-outs) with ident3d-eval-v1 -> a demo leaderboard beside the committed rows -> where the smoke
-baseline ranks on the CPU track -> latent-traversal figures. A second run skips every finished step.
+read-outs) with ident3d-eval-v1 -> fresh draws: the smoke baseline and a model that memorised the
+public test split, each scored on test images rendered now -> a demo leaderboard beside the
+committed rows -> where the smoke baseline ranks on the CPU track -> latent-traversal figures. A
+second run skips every finished step.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from ident3d.cli.arguments import check_output_folder, positive_int
 
 CPU_TRACK = "3dident-v2-64"
+DEMO_FRESH = 300  # images per fresh draw: about 10 s of rendering at 64 px; intervals about ±3 points
 HELP = "render, load, train, evaluate, build a leaderboard and figures on a small dataset (resumable)"
 EXAMPLE = "ident3d demo --out demo-out"
 
@@ -27,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "images (results on it cannot be compared with the track's entries)")
     p.add_argument("--iterations", type=positive_int, help="training steps (default: the smoke preset's)")
     p.add_argument("--workers", type=positive_int, default=2, help="render processes")
+    p.add_argument("--fresh", type=int, default=DEMO_FRESH, metavar="N",
+                   help=f"images per fresh draw (default {DEMO_FRESH}; 0: skip the step). Needs the "
+                        "track's test split, so --n-test skips it")
 
 
 def render_data(data: Path, args: argparse.Namespace, progress: bool) -> None:
@@ -82,6 +88,25 @@ def reference_readouts(data: Path, models: Path, results: Path, progress: bool) 
     return out
 
 
+def fresh_draws(data: Path, smoke_model: Path, models: Path, results: Path, n: int, workers: int,
+                progress: bool) -> dict[str, Path]:
+    """The smoke baseline and the lookup table of the public test split, each scored on ``n`` test
+    images of the track rendered now from a seed nobody knew (docs/submissions.md, "Verified means
+    unseen"): the honest model keeps its score, the memorising one collapses and is flagged."""
+    from ident3d.baselines.lookup import export_lookup
+    from ident3d.evaluation import evaluate
+
+    lookup = models / "lookup-table.pt2"
+    if not lookup.exists():
+        export_lookup(data, lookup)
+    out = {}
+    for name, model in (("smoke-baseline", smoke_model), ("lookup-table", lookup)):
+        out[name] = results / f"{name}-fresh.json"
+        if not out[name].exists():
+            evaluate(model, data, name=name, fresh=n, workers=workers, progress=progress).save(out[name])
+    return out
+
+
 def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]) -> list[Path]:
     """The committed entries (the paper's rows among them) plus the demo's, in a leaderboard of its own."""
     import shutil
@@ -122,6 +147,13 @@ def compare_on_track(smoke_result: Path) -> str:
     return report(load_entries(ENTRIES_DIR), candidate, "the smoke baseline")
 
 
+def heading(number: int, text: str) -> None:
+    print(f"\n== {number}/{STEPS} {text}")
+
+
+STEPS = 7
+
+
 def run(args: argparse.Namespace) -> int:
     from ident3d.baselines.config import load_preset
     from ident3d.baselines.train import train
@@ -131,18 +163,34 @@ def run(args: argparse.Namespace) -> int:
 
     out = check_output_folder(args.out, "--out").resolve()
     data, progress = out / "data", not args.quiet
+    heading(1, "render the data (preview preset, 64 px) and pack it")
     render_data(data, args, progress)
+    heading(2, "load positive pairs")
     show_pairs(data)
 
+    heading(3, "train the smoke baseline (a small ResNet, InfoNCE with Normal positives)")
     config = load_preset("smoke", data=str(data), iterations=args.iterations)
     smoke_result = train(config, out / "runs" / "smoke", resume=True, progress=progress)
+    heading(4, "evaluate it beside two references: the pixels and the true latents (the ceiling)")
     results = out / "results"
     readouts = reference_readouts(data, out / "models", results, progress)
-
     for name, path in (("smoke baseline", smoke_result), *readouts.items()):
         print(f"\n{name} (ident3d-eval-v1)\n{Result(json.loads(path.read_text())).table()}")
+
+    heading(5, "fresh draws: scores on test images rendered now, which no model can have seen")
+    if args.fresh and not args.n_test:
+        drawn = fresh_draws(data, out / "runs" / "smoke" / "encoder.pt2", out / "models", results,
+                            args.fresh, args.workers, progress)
+        for name, path in drawn.items():
+            print(f"\n{name}\n" + "\n".join(Result(json.loads(path.read_text())).fresh_lines()))
+    else:
+        print("skipped: " + ("--fresh 0" if not args.fresh else "--n-test makes a custom test split, "
+                             "and a fresh draw renders a track's test distribution"))
+
+    heading(6, "leaderboards: the demo's own, and where the smoke baseline ranks on the CPU track")
     pages = demo_leaderboard(out / "leaderboard", smoke_result, readouts)
     print(f"\n{compare_on_track(smoke_result)}")
+    heading(7, "latent-traversal figures")
     figures = [render_traversal(out / "figures" / f"traversal-{variant}.png", variant=variant, steps=7,
                                 settings=resolve_settings("preview"), workers=args.workers, progress=progress)
                for variant in ("v2", "legacy")]

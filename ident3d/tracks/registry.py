@@ -9,7 +9,7 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from ident3d.errors import Ident3dError
+from ident3d.errors import Ident3dError, did_you_mean
 
 PUBLISHED = "3dident-published"
 
@@ -82,6 +82,8 @@ def get_track(name: str) -> Track:
     base, _, version = name.partition("@")
     track = tracks().get(base)
     if track is None or (version and version != str(track.version)):
-        known = ", ".join(t.id for t in tracks().values())
-        raise TrackError(f"unknown track {name!r}; known: {known}. Fix: run `ident3d tracks`.")
+        known = [t.id for t in tracks().values()]
+        hint = did_you_mean(name, known + [t.name for t in tracks().values()])
+        raise TrackError(f"unknown track {name!r}; known: {', '.join(known)}.{hint} "
+                         "Fix: run `ident3d tracks`.")
     return track

@@ -13,6 +13,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from ident3d.errors import did_you_mean
 from ident3d.scene import QUANTITIES, SHAPES, get_mapping
 from ident3d.variants.model import Factor, Mechanism, Variant, VariantError
 
@@ -62,7 +63,8 @@ def _read_toml(name_or_path: str | Path) -> tuple[dict[str, Any], str]:
         text, source = path.read_text(encoding="utf-8", errors="replace"), str(path)
     else:
         raise VariantError(f"unknown variant {str(name_or_path)!r}: expected one of "
-                           f"{', '.join(builtin_names())} or a .toml spec file that exists. "
+                           f"{', '.join(builtin_names())} or a .toml spec file that exists."
+                           f"{did_you_mean(str(name_or_path), builtin_names())} "
                            "Fix: check the name, or write a spec (docs/variants.md).")
     try:
         return tomllib.loads(text), source

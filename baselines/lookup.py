@@ -1,0 +1,61 @@
+"""The memorising encoder: the adversary a fresh draw exists to catch.
+
+It stores a public test split as a table (each image average-pooled to 16 x 16 and normalised, with
+its latents), finds the nearest stored image to its input by a dot product and answers with that
+image's latents. On the split it stored it scores perfectly (linear R² and MCC 1.0); on images
+rendered after it was made it can only answer with the latents of a neighbour. It is a plain
+``torch.export`` of five allow-listed operators, as a hostile submitter would write it
+(docs/submissions.md, "Verified means unseen"); the demo and the tests build it from a real split.
+
+    python -m ident3d.baselines.lookup DATA OUT.pt2     (DATA: a split folder root with test/)
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+
+POOL = 4  # 64 px -> 16 x 16 keys
+
+
+class LookupTable(torch.nn.Module):
+    def __init__(self, images: torch.Tensor, latents: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("keys", self.key(images))
+        self.register_buffer("values", latents)
+
+    @staticmethod
+    def key(x: torch.Tensor) -> torch.Tensor:
+        k = torch.nn.functional.avg_pool2d(x, POOL).flatten(1)
+        return k / k.norm(dim=1, keepdim=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.values.index_select(0, (self.key(x) @ self.keys.t()).argmax(1))
+
+
+def export_lookup(data: Path, path: Path, split: str = "test") -> Path:
+    """Write the lookup table of ``data``'s ``split`` as a ``.pt2`` (any batch size)."""
+    from ident3d.baselines.train import export_program
+    from ident3d.datasets import ThreeDIdent
+
+    stored = ThreeDIdent(data, split)
+    images = np.stack([stored.load_array(i) for i in range(len(stored))])
+    table = LookupTable(torch.from_numpy(images).permute(0, 3, 1, 2).float() / 255,
+                        torch.from_numpy(stored.latents).float())
+    return export_program(table, Path(path), images.shape[1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path, help="the dataset root whose test split is stored")
+    parser.add_argument("out", type=Path, help="the .pt2 file to write")
+    args = parser.parse_args(argv)
+    print(export_lookup(args.data, args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

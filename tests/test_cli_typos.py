@@ -1,0 +1,33 @@
+"""A typo in a name the package knows (preset, render preset, protocol, variant, track) gets one
+``error:`` line with the nearest valid name, not a usage block."""
+
+from __future__ import annotations
+
+import pytest
+
+from ident3d.cli import main
+from ident3d.tracks import TrackError, get_track
+
+
+@pytest.mark.parametrize("argv, suggestion", [
+    (["train", "--preset", "normal-bx", "--data", "d"], "Did you mean 'normal-box'?"),
+    (["render", "--preset", "preveiw", "--out", "o"], "Did you mean 'preview'?"),
+    (["evaluate", "--protocol", "cl-ica-2012", "--data", "d", "--model", "m.pt2"],
+     "Did you mean 'cl-ica-2021'?"),
+    (["info", "--variant", "legacyy"], "Did you mean 'legacy'?"),
+])
+def test_a_typo_gets_one_line_and_the_nearest_name(argv, suggestion, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ident3d ") and suggestion in lines[0], lines
+    assert f"`ident3d {argv[0]} --help`" in lines[0]
+
+
+def test_an_unknown_track_names_the_nearest():
+    with pytest.raises(TrackError, match="Did you mean '3dident-v2-64'"):
+        get_track("3dident-v2-46")
+    with pytest.raises(TrackError) as far:
+        get_track("mnist")
+    assert "Did you mean" not in str(far.value)
