@@ -1,12 +1,36 @@
 """``ident3d leaderboard compare``: where a result ranks in its (track, protocol) table, the rows
-around it, and per-latent differences to the nearest rows that report per-latent scores."""
+around it (a compact table that fits 100 columns; ``wide``: every column), and per-latent
+differences to the nearest rows that report per-latent scores."""
 
 from __future__ import annotations
 
+from textwrap import fill
+
 from ident3d.leaderboard.markdown import percent, table_lines
-from ident3d.leaderboard.ranking import Row, placement
+from ident3d.leaderboard.ranking import Row, placement, scores
 
 AROUND = 2  # rows shown above and below the candidate
+WIDTH = 100
+NAME = 52  # characters of a row's name in the compact table
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def compact_lines(table: list[Row], start: int, candidate: Row) -> list[str]:
+    """rank, name, R², MCC and status of each row, the candidate marked with ``>``; seed groups as
+    one row (their mean)."""
+    lines = [f"  {'#':>3}  {'name':<{NAME}}  {'R² %':>6}  {'MCC %':>6}  status",
+             "  " + "-" * (WIDTH - 2)]
+    for rank, row in enumerate(table, start=start):
+        m = scores(row)
+        name = _clip(row["name"], NAME)
+        mark = ">" if row is candidate else " "
+        line = (f"{mark} {rank:>3}  {name:<{NAME}}  {percent(m['linear_r2']):>6}  "
+                f"{percent(m.get('mcc_pearson')):>6}  {row['status']}")
+        lines.append(_clip(line, WIDTH))
+    return lines
 
 
 def per_latent(entry: Row) -> dict[str, dict[str, float | None]]:
@@ -14,26 +38,27 @@ def per_latent(entry: Row) -> dict[str, dict[str, float | None]]:
     return {row["factor"]: row for row in result["per_latent"]} if result else {}
 
 
-def report(entries: list[Row], candidate: Row, label: str) -> str:
+def report(entries: list[Row], candidate: Row, label: str, wide: bool = False) -> str:
     rank, size, table = placement(entries, candidate)
     candidate = table[rank - 1]  # the table's own row for it
-    lines = [f"{label} would rank {rank} of {size} in {candidate['dataset']} · {candidate['protocol']}"
-             " (ranked by MCC, then linear R²)"]
+    lines = [fill(f"{label} would rank {rank} of {size} in {candidate['dataset']} · {candidate['protocol']}"
+                  " (ranked by MCC, then linear R²)", WIDTH)]
     if candidate["dataset"].startswith("custom:"):
         lines.append("(custom data: no track verified this split, so only results on the very same "
                      "data share this table; see `ident3d tracks`)")
     low, high = max(0, rank - 1 - AROUND), min(size, rank + AROUND)
-    lines += ["", *table_lines(table[low:high], start=low + 1)]
+    lines += ["", *(table_lines(table[low:high], start=low + 1) if wide
+                    else compact_lines(table[low:high], low + 1, candidate))]
     references = [e for e in table if e is not candidate and per_latent(e)]
     if not references or not per_latent(candidate):
         return "\n".join(lines)
     above = [e for e in table[:rank - 1] if per_latent(e)]
     compared = {"best": references[0]}
     if above and above[-1] is not references[0]:
-        compared["next above"] = above[-1]
-    lines += ["", "per-latent linear R² and MCC (%), and the difference to "
-              + " and ".join(f"{k} ({v['id']})" for k, v in compared.items()), ""]
-    header = f"{'latent':<18}{'R²':>8}{'MCC':>8}" + "".join(f"{'Δ R² ' + k:>18}{'Δ MCC ' + k:>18}"
+        compared["above"] = above[-1]
+    against = " and ".join(f"{'next above' if k == 'above' else k} ({v['id']})" for k, v in compared.items())
+    lines += ["", fill(f"per-latent linear R² and MCC (%), and the difference to {against}", WIDTH), ""]
+    header = f"{'latent':<18}{'R²':>8}{'MCC':>8}" + "".join(f"{'Δ R² ' + k:>12}{'Δ MCC ' + k:>12}"
                                                           for k in compared)
     lines.append(header)
     mine = per_latent(candidate)
@@ -43,6 +68,6 @@ def report(entries: list[Row], candidate: Row, label: str) -> str:
             other = per_latent(ref).get(factor, {})
             for key in ("linear_r2", "mcc_pearson"):
                 a, b = row.get(key), other.get(key)
-                cells += f"{'–' if a is None or b is None else f'{100 * (a - b):+.2f}':>18}"
+                cells += f"{'–' if a is None or b is None else f'{100 * (a - b):+.2f}':>12}"
         lines.append(cells)
     return "\n".join(lines)

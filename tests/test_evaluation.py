@@ -183,6 +183,11 @@ def test_cli_writes_a_valid_result(data, tmp_path):
     document["metrics"]["linear_r2"] = 1.5
     with pytest.raises(ResultError, match="metrics/linear_r2"):
         validate_result(document)
+    before = sorted(tmp_path.iterdir())
+    printed = subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "evaluate", "--data", str(data),
+                              "--model", str(tmp_path / "true.npy")], capture_output=True, text=True)
+    assert printed.returncode == 0 and "object_hue" in printed.stdout and "not written" in printed.stdout
+    assert sorted(tmp_path.iterdir()) == before  # without --out nothing is written
 
 
 @pytest.mark.slow

@@ -290,7 +290,7 @@ def test_compare_prints_the_rank_without_writing(tmp_path):
                           "--track", "3dident-published"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert ("would rank 2 of 8 in 3dident-published@1 · cl-ica-2021 (ranked by MCC, then linear R²)"
-            in out.stdout)
+            in " ".join(out.stdout.split()))
     assert sorted(p.name for p in ENTRIES_DIR.iterdir()) == before
 
 
@@ -572,9 +572,17 @@ def test_compare_shows_the_rows_around_and_per_latent_differences(tmp_path):
                           "--entries", str(entries)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "would rank 5 of 7 in 3dident-published@1 · ident3d-eval-v1" in out.stdout
-    rows = [line for line in out.stdout.splitlines() if line.startswith("| ") and "`" in line]
-    assert [r.split("|")[1].strip() for r in rows] == ["3", "4", "5", "6", "7"]  # two above, two below
-    assert "Doe2026Model_n0" in out.stdout and "next above (Doe2026Model_n3)" in out.stdout
+    assert max(map(len, out.stdout.splitlines())) <= 100  # a terminal's width, status included
+    rows = [line for line in out.stdout.splitlines() if line[2:5].strip().isdigit()]
+    assert [r[2:5].strip() for r in rows] == ["3", "4", "5", "6", "7"]  # two above, two below
+    assert [r[0] for r in rows] == [" ", " ", ">", " ", " "] and rows[2].endswith("self-reported")
+    assert out.stdout.startswith("m would rank") and "Candidate0000Result" not in out.stdout  # its model
+    wide = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
+                           "--entries", str(entries), "--wide"], capture_output=True, text=True)
+    rows = [line for line in wide.stdout.splitlines() if line.startswith("| ") and "`" in line]
+    assert [r.split("|")[1].strip() for r in rows] == ["3", "4", "5", "6", "7"]
+    words = " ".join(out.stdout.split())  # the prose lines wrap at 100 columns
+    assert "best (Doe2026Model_n0)" in words and "next above (Doe2026Model_n3)" in words
     object_x = next(line for line in out.stdout.splitlines() if line.startswith("object_x"))
     assert object_x.split()[1:] == ["55.00", "55.00", "-35.00", "-35.00", "-5.00", "-5.00"]
     refused = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),

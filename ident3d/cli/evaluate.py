@@ -33,7 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --fresh: render the draw of this revealed seed again (to re-score a result; "
                         "such a draw is not unseen, and the result says so)")
     p.add_argument("--workers", type=positive_int, default=2, help="render processes for --fresh")
-    p.add_argument("--out", type=Path, required=True, help="result JSON to write")
+    p.add_argument("--out", type=Path, help="result JSON to write (without it the scores are printed only, "
+                   "and nothing can be entered on a leaderboard)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     limits = p.add_argument_group("sandbox limits (docs/submissions.md; for maintainers)")
     limits.add_argument("--memory-limit", type=positive_float, default=SandboxLimits.memory_gib,
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         spawn.prestart()  # the sandbox imports torch while this process does the same
     from ident3d.evaluation import evaluate
 
-    check_output_file(args.out, "--out", reads=(args.model, args.data), overwrite=args.overwrite)
+    if args.out is not None:
+        check_output_file(args.out, "--out", reads=(args.model, args.data), overwrite=args.overwrite)
     limits = SandboxLimits(memory_gib=args.memory_limit, batch_seconds=args.time_limit,
                            reader=Limits(max_parameters=args.max_parameters,
                                          max_feature_dim=args.max_feature_dim))
@@ -61,8 +63,11 @@ def run(args: argparse.Namespace) -> int:
                       batch_size=args.batch_size, name=args.name, arch=args.arch,
                       split=args.split, progress=not args.quiet, limits=limits, fresh=args.fresh,
                       workers=args.workers, fresh_seed=args.fresh_seed)
-    result.save(args.out)
     print(result.table())
+    if args.out is None:
+        print("not written: pass --out FILE.json to keep the result (and to enter it on a leaderboard)")
+        return 0
+    result.save(args.out)
     print(f"wrote {args.out}")
     print(result.destination(args.out))
     return 0

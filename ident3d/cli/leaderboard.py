@@ -28,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help="replace a --markdown/--site file that an earlier build did not write")
     add = sub.add_parser("add", help="validate a result file and write it as a new entry")
     compare = sub.add_parser("compare", help="print where a result would rank; writes nothing")
+    compare.add_argument("--wide", action="store_true",
+                         help="every column of the leaderboard's table (default: rank, name, R², MCC, "
+                              "status, fitting 100 columns)")
     export = sub.add_parser("export", help="print an entry as a model card's model-index or the Hub's "
                                            ".eval_results YAML")
     export.add_argument("entry_id", metavar="ID", help="the entry's id")
@@ -178,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     track = _track_id(args.track)
     if args.action == "compare":
         candidate = entry_from_result(result, "Candidate0000Result", track=track)
-        print(report(load_entries(args.entries), candidate, str(args.result)))
+        print(report(load_entries(args.entries), candidate, result.document["model"]["name"], wide=args.wide))
         return 0
     status = "self-reported"
     if args.checkpoint is not None:
