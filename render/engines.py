@@ -6,6 +6,7 @@ import math
 import multiprocessing
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -57,7 +58,7 @@ def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
             check_device(settings, scratch)
             pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=init_worker,
                                        initargs=(settings, scratch))
-            with _sigint_ignored():  # inherited by the workers spawned by the first submit
+            with _sigint_ignored(), caller_main_hidden():  # the workers start during the submits
                 chunks = [pool.submit(render_tasks, settings, tasks[i:i + size])
                           for i in range(0, len(tasks), size)]
             for done in as_completed(chunks):
@@ -96,6 +97,24 @@ STOP_GRACE_S = 5.0
 
 
 @contextmanager
+def caller_main_hidden() -> Iterator[None]:
+    """Start spawned workers without the caller's ``__main__``: a spawned process re-imports the
+    parent's main module (by path, or by name under ``python -m``) to unpickle what it defined,
+    which re-runs a script without an ``if __name__ == "__main__":`` guard once per worker. The
+    workers need nothing from it (their functions live in this package), so while they start the
+    main module shows neither its file nor its spec, and they import nothing of the caller's."""
+    main = sys.modules["__main__"]
+    saved = {name: main.__dict__[name] for name in ("__file__", "__spec__") if name in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__dict__["__spec__"] = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
+@contextmanager
 def _sigint_ignored() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -128,7 +147,7 @@ def check_device(settings: RenderSettings, scratch: str) -> None:
     """A GPU that is not there is found in one short-lived process, before any worker starts."""
     if settings.device == "cpu":
         return
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
+    with caller_main_hidden(), multiprocessing.get_context("spawn").Pool(1) as pool:
         problem = pool.apply(probe_device, (settings.device, scratch))
     if problem:
         raise RenderError(problem)
