@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ident3d import fresh
+from ident3d.baselines.pixels import export_pixel_readout
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.evaluation import evaluate, score
@@ -32,17 +33,8 @@ from ident3d.submissions import Standardisation, load_submission
 from ident3d.tracks import tracks
 
 
-class Pixels(torch.nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.adaptive_avg_pool2d(x, 8).flatten(1)
-
-
 def export(resolution: int, folder: Path) -> Path:
-    program = torch.export.export(Pixels().eval(), (torch.rand(2, 3, resolution, resolution),),
-                                  dynamic_shapes=({0: torch.export.Dim.AUTO},))
-    path = folder / f"pixels-{resolution}.pt2"
-    torch.export.save(program, str(path))
-    return path
+    return export_pixel_readout(folder / f"pixels-{resolution}.pt2", resolution)
 
 
 def draw_costs(images: int) -> None:

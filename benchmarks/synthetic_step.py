@@ -1,10 +1,15 @@
-"""What one training step of the synthetic experiments costs on this machine, by batch size.
+"""What one training step of the synthetic experiments costs on this machine, by batch size, and
+what the plan's budgets cost in full.
 
     python -m benchmarks.synthetic_step     (from the repository root)
 
-Times the step of ``ident3d.baselines.synthetic.run`` (draw pairs, mix, encode, the Lp loss with the cl-ica
-denominator, Adam) for row T2.3 (box, Normal positives, L2), median of 5 steps after one warm-up, with torch's default threads,
-and the same loss written as the broadcast difference tensor it replaced, for the ratio.
+Times the step of ``ident3d.baselines.synthetic.run`` (draw pairs, mix, encode, the Lp loss with the
+cl-ica denominator, Adam) for row T2.3 (box, Normal positives, L2), median of 5 steps after one
+warm-up, with torch's default threads, and the same loss written as the broadcast difference tensor
+it replaced, for the ratio. Then each budget of baselines/synthetic/plan.toml that matters here (the
+table's, the faithful CPU one, the paper's) as hours per run on this machine, measured per step, and
+for the paper's budget a GPU projection from its floating-point operations: labelled a projection,
+since no GPU was measured here.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from ident3d.baselines.models import MLPEncoder
 from ident3d.baselines.synthetic.processes import invertible_mlp
 from ident3d.baselines.synthetic.table import get_row
 
-BATCHES = (256, 1024, 6144)
+BATCHES = (256, 1000, 6144)
 
 
 class BroadcastLp(LpInfoNCE):
@@ -47,13 +52,39 @@ def step_seconds(loss: torch.nn.Module, batch: int, steps: int = 5) -> float:
     return float(np.median(times[1:]))
 
 
+ENCODER_PARAMETERS = 852_000  # the 10-100-500-500-500-500-100-10 MLP (REFERENCE section 12)
+GPU_FLOPS = 20e12  # a data-centre GPU's sustained fp32 rate assumed for the projection (A100: 19.5e12)
+
+
+def flops_per_step(batch: int, dim: int = 10) -> float:
+    """Forward and backward (3x forward) of the encoder on 2B inputs, plus the loss's B x B distances
+    (forward and backward) of ``dim`` features: the multiply-adds counted twice."""
+    encoder = 3 * 2 * ENCODER_PARAMETERS * 2 * batch
+    distances = 3 * 3 * batch * batch * dim
+    return float(encoder + distances)
+
+
 def main() -> None:
+    from ident3d.baselines.synthetic.sweep import load_plan
+
     print(f"torch threads: {torch.get_num_threads()}")
     print("batch | s/step (cdist) | s/step (broadcast) | ratio | steps per minute")
+    measured = {}
     for batch in BATCHES:
         fast = step_seconds(LpInfoNCE(2, negatives="anchors"), batch)
         slow = step_seconds(BroadcastLp(2, negatives="anchors"), batch)
+        measured[batch] = fast
         print(f"{batch} | {fast:.3f} | {slow:.3f} | {slow / fast:.1f}x | {60 / fast:,.0f}")
+    print("\nbudget (plan.toml sweep) | batch x steps | hours per run here (measured s/step x steps) | "
+          "GPU projection")
+    for sweep in load_plan():
+        if sweep.name not in ("table", "faithful-cpu", "paper-unsupervised", "paper-supervised"):
+            continue
+        b = sweep.budget
+        per_step = measured.get(b.batch_size) or step_seconds(LpInfoNCE(2, negatives="anchors"), b.batch_size)
+        gpu = (f"{flops_per_step(b.batch_size) * b.steps / GPU_FLOPS / 60:.1f} min at {GPU_FLOPS / 1e12:.0f} "
+               "TFLOP/s (a projection from FLOPs, not measured)" if sweep.name.startswith("paper") else "")
+        print(f"{sweep.name} | {b.batch_size:,} x {b.steps:,} | {per_step * b.steps / 3600:.1f} | {gpu}")
 
 
 if __name__ == "__main__":
