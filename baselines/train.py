@@ -259,7 +259,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
 
     model.train()
     window_loss = torch.zeros((), device=device)
-    window_start, waited, images = time.perf_counter(), 0.0, 0
+    window_start, waited, images, window_steps = time.perf_counter(), 0.0, 0, 0
     batches = iter(_loader(config, train_set, step, device))
     with tqdm(total=config.iterations, initial=step, unit="step", desc=f"train {config.preset}",
               disable=not progress) as bar, open(log_path, "a") as log_file:
@@ -281,12 +281,13 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
             set_learning_rates(config, optimizer, step)
             optimizer.step()
             window_loss += loss.detach()
+            window_steps += 1
             images += len(x)
             step += 1
             bar.update(1)
-            if step % config.log_every == 0:
+            if step % config.log_every == 0 or step == config.iterations:  # the last window too
                 elapsed = time.perf_counter() - window_start
-                record = {"step": step, "loss": float(window_loss) / config.log_every,
+                record = {"step": step, "loss": float(window_loss) / window_steps,
                           "images_per_s": images / elapsed, "data_wait": waited / elapsed}
                 if hasattr(criterion, "precision"):  # AnInfoNCE's learned Lambda
                     record["precision"] = criterion.precision.detach().cpu().tolist()
@@ -296,7 +297,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                 log_file.flush()
                 bar.set_postfix(loss=f"{record['loss']:.4f}", img_s=f"{record['images_per_s']:.0f}")
                 window_loss.zero_()
-                window_start, waited, images = time.perf_counter(), 0.0, 0
+                window_start, waited, images, window_steps = time.perf_counter(), 0.0, 0, 0
             if step % config.checkpoint_every == 0 or step == config.iterations:
                 save_checkpoint(checkpoint, step, model, criterion, optimizer,
                                 {"config": json.dumps(config.to_json()), "data_identity": data_identity})

@@ -159,6 +159,9 @@ def test_a_finished_run_holds_exports_logs_and_a_valid_result(fake_data, tmp_pat
     mtime = result_path.stat().st_mtime_ns
     assert train(tiny(fake_data, 2), out, resume=True, progress=False) == result_path
     assert result_path.stat().st_mtime_ns == mtime, "a finished run was redone"
+    short = tmp_path / "short"  # fewer steps than one log window: the last window is logged anyway
+    train(tiny(fake_data, 3, log_every=10, checkpoint_every=10), short, progress=False)
+    assert [r["step"] for r in read_log(short / "log.jsonl")] == [3]
 
 
 @pytest.mark.blender
