@@ -31,3 +31,10 @@ def test_an_unknown_track_names_the_nearest():
     with pytest.raises(TrackError) as far:
         get_track("mnist")
     assert "Did you mean" not in str(far.value)
+
+
+def test_an_unknown_synthetic_row_names_the_nearest(capsys):
+    assert main(["synthetic", "run", "--row", "T1.13", "--seed", "0", "--out", "unused"]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "unknown synthetic row 'T1.13'" in lines[0]
+    assert "Did you mean 'T1." in lines[0]

@@ -12,7 +12,7 @@ import numpy as np
 from ident3d.baselines.losses import LOSSES, NEGATIVES
 from ident3d.baselines.models import OUTPUT_SPACES
 from ident3d.baselines.synthetic.processes import Process
-from ident3d.errors import TrainingError
+from ident3d.errors import TrainingError, did_you_mean
 
 THEORIES = ("identifiable", "mismatch")
 # What a row's runs train: the contrastive encoder (the paper's "Unsupervised" column), nothing (the
@@ -107,6 +107,7 @@ def rows() -> dict[str, Row]:
 def get_row(row_id: str) -> Row:
     table = rows()
     if row_id not in table:
-        raise TrainingError(f"unknown synthetic row {row_id!r}; expected one of {', '.join(table)}. "
-                            "Fix: pick a row of baselines/synthetic/rows.toml (ident3d synthetic rows).")
+        raise TrainingError(f"unknown synthetic row {row_id!r}; expected one of {', '.join(table)}."
+                            f"{did_you_mean(row_id, list(table))} Fix: pick a row of "
+                            "baselines/synthetic/rows.toml (ident3d synthetic rows).")
     return table[row_id]
