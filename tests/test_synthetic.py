@@ -240,8 +240,14 @@ def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
     assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 1
     assert "--overwrite" in capsys.readouterr().err
     assert main(["synthetic", "report", "--results", str(out), "--readme"]) == 0
-    readme = capsys.readouterr().out
-    assert "| T2.8 | unsupervised | " in readme and "| 3 | MCC | 58.26 ± 3.00 | " in readme
+    readme = capsys.readouterr().out  # counts only the runs at the plan's table budget: none here
+    assert "| unsupervised |" not in readme and "720 times fewer pairs than the paper's" in readme
+    for seed in (0, 1, 2):  # the identity column has no budget: it is counted
+        assert main(["-q", "synthetic", "run", "--row", "T1.5", "--column", "identity", "--seed", str(seed),
+                     "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["synthetic", "report", "--results", str(out), "--readme"]) == 0
+    assert "| identity | 1 | " in capsys.readouterr().out
     crafted = json.loads(next(out.glob("*.json")).read_text()) | {"curve": [{"step": "x"}]}
     (out / "zz-crafted.json").write_text(json.dumps(crafted))
     assert main(["synthetic", "report", "--results", str(out)]) == 1
