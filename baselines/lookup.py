@@ -13,6 +13,7 @@ rendered after it was made it can only answer with the latents of a neighbour. I
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("data", type=Path, help="the dataset root whose test split is stored")
     parser.add_argument("out", type=Path, help="the .pt2 file to write")
     args = parser.parse_args(argv)
+    if args.out.exists():  # never over someone's file (a model, the data)
+        print(f"error: {args.out} exists. Fix: name a new .pt2 file.", file=sys.stderr)
+        return 1
     print(export_lookup(args.data, args.out))
     return 0
 

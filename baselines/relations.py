@@ -250,8 +250,8 @@ def relation_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, A
 CAVEATS = [
     f"Read the table as descriptive: each interval is a 95% interval on its own, and {len(RELATIONS)} "
     "relations are read together without a correction for multiplicity (with Holm's, fewer would be "
-    "decided). Per-latent R² here is nearly on/off (a latent is read at about 0 or at 85-97), so a seed "
-    "mean moves in steps of about 9 points when one latent more or less is read.",
+    "decided). Per-latent R² at this budget is close to on/off (the per-latent tables on this page), so a "
+    "seed's mean over ten latents moves by up to 10 points when one latent more or less is read.",
     "The pixel arm differs from the paper's: Table 4's identity row reads the raw pixels linearly "
     "(R² 5.25), while this project's pixel arm pools each image to 8 x 8 first (baselines/pixels.py) "
     "and reads far more (R² about 50), so \"reads more than the pixels\" is tested here against a much "
