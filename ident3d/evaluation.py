@@ -68,7 +68,15 @@ def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.
                                       disable=not progress) as bar:  # shows images/s and time left
         for start in range(0, len(indices), batch_size):
             x = image_batch(dataset, indices[start:start + batch_size]).to(device)
-            h = run(x)
+            try:
+                h = run(x)
+            except RuntimeError as error:  # a wrong input size, channel count or device, in torch's words
+                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                raise SubmissionError(
+                    f"the model failed on a batch of shape {tuple(x.shape)} (B, 3, H, W: float32 images in "
+                    f"[0, 1], {x.shape[2]} x {x.shape[3]} px as the split holds them): {reason}. Fix: make "
+                    "the model accept this shape (e.g. resize inside it, or an adaptive pooling before its "
+                    "head).") from error
             if not isinstance(h, torch.Tensor):
                 raise SubmissionError(f"the model returned {type(h).__name__}, expected a tensor "
                                       "of shape (B, d).")
@@ -217,7 +225,39 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
     under the same protocol, and adds the draw's scores, seed and memorisation gap to the result;
     ``"track"`` takes the track's ``fresh_images``. ``fresh_seed`` re-renders a draw whose seed was
     revealed (to re-score it); the result then says the seed was given, and no verifier accepts
-    such a draw as unseen."""
+    such a draw as unseen.
+
+    Args:
+        submission: a model file (``.pt2`` export, safetensors with an architecture, ``.npy``
+            embeddings of the split) or an in-memory ``torch.nn.Module``.
+        data_root: the dataset root holding ``split``.
+        protocol: ``ident3d-eval-v1`` (the default) or ``cl-ica-2021`` (the original metric code).
+        device: ``cpu``, ``cuda`` or None (CUDA when present).
+        batch_size: images per forward pass.
+        name: the model's name in the result (default: the file's stem or the class name).
+        arch: the architecture of a safetensors file (``ident3d.architectures`` entry points).
+        split: the split to score.
+        progress: show progress bars.
+        limits: the sandbox's memory, time and reader caps (default: ``SandboxLimits()``).
+        fresh: render this many new test images of the split's track and score them too.
+        workers: render processes of a fresh draw.
+        fresh_seed: re-render a revealed draw.
+
+    Returns:
+        The validated result; ``result.save(path)`` writes it, ``result.table()`` prints it.
+
+    Example:
+        ```python
+        import torch
+        import ident3d
+
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, stride=2), torch.nn.ReLU(),
+                                    torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10))
+        result = ident3d.evaluate(model, "data/preview")   # your own module runs here, self-reported
+        print(result.table())
+        result.save("result.json")
+        ```
+    """
     version = get_protocol(protocol).version
     start = time.perf_counter()
     dataset = ThreeDIdent(data_root, split)  # cheap checks of the data first, then the model

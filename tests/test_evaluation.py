@@ -166,6 +166,16 @@ def test_bad_outputs_give_submission_error_and_no_file(data, tmp_path):
     assert cli.returncode == 1 and "300 rows" in cli.stderr and not out.exists()
 
 
+def test_an_in_memory_model_for_another_image_size_gets_one_line_naming_the_shape(data):
+    wrong = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 64 * 64, 10))  # made for 64 px
+    with pytest.raises(SubmissionError) as raised:
+        evaluate(wrong, data, progress=False)
+    message = str(raised.value)
+    assert "\n" not in message and "(B, 3, H, W" in message and "16 x 16 px" in message
+    assert "mat1 and mat2" in message and "Fix:" in message  # torch's reason, then what to change
+    assert wrong.training  # left as it was given
+
+
 @pytest.mark.slow
 def test_cli_writes_a_valid_result(data, tmp_path):
     np.save(tmp_path / "true.npy", np.load(data / "test/raw_latents.npy"))
@@ -240,7 +250,7 @@ def sized_splits(tmp_path_factory):
     return roots
 
 
-@pytest.mark.parametrize("source, after", [("README.md", "## Quickstart: evaluate my encoder"),
+@pytest.mark.parametrize("source, after", [("README.md", "### 4. Evaluate your encoder"),
                                            ("docs/submissions.md", "## `.pt2`")])
 def test_every_documented_export_recipe_scores_at_64_and_224_px(sized_splits, tmp_path, monkeypatch,
                                                                 source, after):
