@@ -55,6 +55,26 @@ from ident3d.pairs import PairDataset, PairLoader
 
 log = logging.getLogger(__name__)
 
+# Training images per second on 2 CPU cores at 224 px with the paper's ResNet18 stem, measured with
+# `python -m benchmarks.train_throughput --size 224 --batch-size 64` (docs/benchmarks.md); the cost
+# note scales it by the pixel count for other sizes.
+CPU_IMAGES_PER_S_224 = 14.0
+CPU_NOTE_SECONDS = 1800  # a CPU run expected to last longer than this is told so before it starts
+
+
+def cpu_cost_note(config: TrainConfig, image_side: int, device: torch.device) -> str | None:
+    """One sentence on what a CPU run of large images will cost and what to use instead, or None."""
+    if device.type != "cpu" or image_side <= 64:
+        return None
+    per_step = config.batch_size * (1 if config.positives == "anchors" else 2)
+    seconds = config.iterations * per_step / (CPU_IMAGES_PER_S_224 * (224 / image_side) ** 2)
+    if seconds < CPU_NOTE_SECONDS:
+        return None
+    return (f"{config.iterations:,} steps of {per_step} images of {image_side} px on a CPU: about "
+            f"{seconds / 3600:.1f} hours on 2 cores (about {CPU_IMAGES_PER_S_224:.0f} images/s at 224 px). "
+            "For minutes, train on 64 px data (ident3d render --preset preview ..., README quickstart 1); "
+            "for this size, a GPU (--device cuda).")
+
 
 def build_model(config: TrainConfig, mean: list[float], std: list[float]) -> Encoder:
     with torch.random.fork_rng(devices=[]):  # a seeded init without touching the caller's RNG
@@ -233,6 +253,9 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_json(out / "config.json", config.to_json())
     log.info("config %s", json.dumps(config.to_json(), sort_keys=True))
+    note = None if resume and checkpoint.exists() else cpu_cost_note(config, train_set.image_shape[0], device)
+    if note:  # once, before the first step of a new run
+        log.warning(note)
 
     model = build_model(config, *train_set.channel_stats())
     criterion = build_loss(config.loss, dim=config.latent_dim, p=config.p, tau=config.tau,

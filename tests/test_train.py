@@ -10,7 +10,7 @@ from conftest import write_fake_split
 from safetensors import safe_open
 
 from ident3d.baselines.config import load_preset, preset_names
-from ident3d.baselines.train import build_model, export, read_log, train
+from ident3d.baselines.train import build_model, cpu_cost_note, export, read_log, train
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
 from ident3d.evaluation import evaluate
@@ -229,3 +229,13 @@ def test_train_takes_a_config_file_and_set_overrides_over_the_preset(fake_data, 
     assert "not a track's split" in printed
     assert main(["train", "--data", str(fake_data), "--out", str(tmp_path / "r2"), "--set", "tau"]) == 1
     assert "expected key=value" in capsys.readouterr().err
+
+
+def test_smoke_on_224_px_on_a_cpu_says_what_it_costs_and_what_to_use_instead():
+    smoke = load_preset("smoke", data="data")
+    note = cpu_cost_note(smoke, 224, torch.device("cpu"))
+    hours = float(note.split("about ")[1].split(" hours")[0])
+    assert hours >= 0.5 and "preview" in note and "--device cuda" in note and "\n" not in note
+    assert cpu_cost_note(smoke, 64, torch.device("cpu")) is None  # what smoke is meant for
+    assert cpu_cost_note(smoke, 224, torch.device("cuda")) is None
+    assert cpu_cost_note(load_preset("smoke", data="data", iterations=10), 224, torch.device("cpu")) is None
