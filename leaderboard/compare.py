@@ -10,6 +10,7 @@ from ident3d.leaderboard.markdown import percent, table_lines
 from ident3d.leaderboard.ranking import Row, placement, scores
 
 AROUND = 2  # rows shown above and below the candidate
+TOP = 3  # the table's first rows, shown above the candidate's when they are not among them
 WIDTH = 100
 NAME = 52  # characters of a row's name in the compact table
 
@@ -47,8 +48,15 @@ def report(entries: list[Row], candidate: Row, label: str, wide: bool = False) -
         lines.append("(custom data: no track verified this split, so only results on the very same "
                      "data share this table; see `ident3d tracks`)")
     low, high = max(0, rank - 1 - AROUND), min(size, rank + AROUND)
-    lines += ["", *(table_lines(table[low:high], start=low + 1) if wide
-                    else compact_lines(table[low:high], low + 1, candidate))]
+    if wide:
+        lines += ["", *table_lines(table[low:high], start=low + 1)]
+    else:
+        shown = compact_lines(table[low:high], low + 1, candidate)
+        if low > TOP:  # the top of the table, then the candidate's neighbourhood
+            shown[2:2] = [*compact_lines(table[:TOP], 1, candidate)[2:], f"  {'…':>3}"]
+        elif low > 0:
+            shown = compact_lines(table[:high], 1, candidate)
+        lines += ["", *shown]
     references = [e for e in table if e is not candidate and per_latent(e)]
     if not references or not per_latent(candidate):
         return "\n".join(lines)
