@@ -1,12 +1,14 @@
-"""The README's summary of the relations of the paper's Table 4 on the CPU track and of AnInfoNCE
-against its controls, computed from leaderboard entries (the full tables, with every metric per
-relation, are in docs/cpu-track.md).
+"""The summary at the top of docs/cpu-track.md: the relations of the paper's Table 4 on the CPU track
+and AnInfoNCE against its controls, computed from leaderboard entries (the full tables, with every
+metric per relation, follow on the same page).
 
-    python -m ident3d.baselines.relations_readme            # print the block
-    python -m ident3d.baselines.relations_readme --write    # write it into README.md
+    python -m ident3d.baselines.relations_summary            # print the block
+    python -m ident3d.baselines.relations_summary --write    # write it into docs/cpu-track.md
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from ident3d.baselines.anisotropy import arm_seeds, differences_lines
 from ident3d.baselines.relations import (
@@ -23,11 +25,12 @@ from ident3d.baselines.relations import (
     snapping_lines,
     summary_lines,
 )
-from ident3d.generated_blocks import README, section_command
+from ident3d.generated_blocks import section_command
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 
-BEGIN = "<!-- relations-readme:begin (python -m ident3d.baselines.relations_readme --write) -->"
-END = "<!-- relations-readme:end -->"
+BEGIN = "<!-- relations-summary:begin (python -m ident3d.baselines.relations_summary --write) -->"
+END = "<!-- relations-summary:end -->"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "cpu-track.md"
 
 
 def section(entries: list[dict]) -> str:
@@ -43,7 +46,7 @@ def section(entries: list[dict]) -> str:
         f"Of {len(RELATIONS)} relations: holds {verdicts.count('holds')}, does not hold "
         f"{verdicts.count('does not hold')}, not decidable "
         f"{sum(v.startswith('not decidable') for v in verdicts)} (a descriptive table: no correction for "
-        "multiplicity; docs/cpu-track.md says what else it does not correct for).", "",
+        "multiplicity; the caveats under the full table below say what else).", "",
         "The Laplace relation again on exactly rendered pairs (snapped to the track's training latents the "
         "two conditionals are nearly alike in spread and tails; docs/cpu-track.md measures both), by the "
         "same rule:", "",
@@ -51,7 +54,7 @@ def section(entries: list[dict]) -> str:
         *snapping_lines(here, arms_here(entries, EXACT_DATA)), "",
         "AnInfoNCE (Rusak et al., AISTATS 2025) against its controls on the same exactly rendered pairs "
         "with one distinct positive scale per latent (ident3d-eval-v1; the arms, per-latent results and "
-        "the learned Lambda are in docs/cpu-track.md): AnInfoNCE minus each other arm in points, with its "
+        "the learned Lambda are below): AnInfoNCE minus each other arm in points, with its "
         f"95% Welch t interval and a direction only with {MIN_SEEDS} seeds per arm:", "",
         *differences_lines(arm_seeds(entries)),
         END])
@@ -59,7 +62,7 @@ def section(entries: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
-                           BEGIN, END, README)
+                           BEGIN, END, PAGE)
 
 
 if __name__ == "__main__":

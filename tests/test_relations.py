@@ -78,15 +78,15 @@ def test_snapping_sets_each_presets_exact_runs_against_its_snapped_ones():
     assert rows[2] == "| laplace-box | R² | -5.00; not decidable with 1 seed |"  # one exact seed
 
 
-def test_the_readme_summary_is_what_the_entries_give():
-    from ident3d.baselines import relations_readme
-    from ident3d.generated_blocks import README
+def test_the_summary_is_what_the_entries_give():
+    from ident3d.baselines import relations_summary
 
-    text = README.read_text()
-    begin, end = relations_readme.BEGIN, relations_readme.END
+    text = relations_summary.PAGE.read_text()
+    begin, end = relations_summary.BEGIN, relations_summary.END
     start, end = text.index(begin), text.index(end) + len(end)
-    assert text[start:end] == relations_readme.section(load_entries(ENTRIES_DIR)), \
-        "README.md's relations summary is stale. Fix: python -m ident3d.baselines.relations_readme --write"
+    assert text[start:end] == relations_summary.section(load_entries(ENTRIES_DIR)), \
+        "docs/cpu-track.md's relations summary is stale. " \
+        "Fix: python -m ident3d.baselines.relations_summary --write"
 
 
 def test_the_summary_names_the_arms_of_each_difference_and_both_verdicts():
