@@ -22,6 +22,7 @@ from PIL import Image, ImageDraw, ImageFont, PngImagePlugin
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
            "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 PNG_SOURCE_KEY = "ident3d-chart-sha256"  # the PNG text chunk holding the SHA-256 of the chart's SVG
+PNG_AXES_KEY = "ident3d-chart-axes"  # the PNG text chunk naming its axes, as the SVG's <desc> does
 FONT_SIZE = 11
 PLAIN_GLYPHS = {"—": "-", "–": "-", "×": "x"}  # drawn in the PNG as these: Pillow's bundled font lacks them
 
@@ -200,6 +201,7 @@ class Chart:
     margins: tuple[int, int, int, int] = (56, 16, 28, 40)  # left, right, top, bottom
     title_size: int = 13
     marks: list[_Mark] = field(default_factory=list)
+    axes: dict[str, str] = field(default_factory=dict)  # "x" and "y": each axis's label with its unit
 
     def __post_init__(self) -> None:
         self.marks.append(_Text(self.left, 16, self.title, size=self.title_size))
@@ -222,16 +224,27 @@ class Chart:
     def y(self, value: float) -> float:
         return self.bottom - (self.bottom - self.margins[2]) * value / self.y_max
 
-    def y_grid(self, values: list[float], label: str = "{:.0f}") -> None:
+    def y_grid(self, values: list[float], axis: str, label: str = "{:.0f}", percent: bool = False) -> None:
+        """Grid lines at ``values`` with their tick labels (``percent``: a fraction shown times 100, as
+        the tables print it), and the axis's name turned along it at the left edge."""
         for value in values:
             self.marks.append(_Line(self.left, self.y(value), self.right, self.y(value), "#ddd"))
-            self.marks.append(_Text(self.left - 6, self.y(value) + 4, label.format(value), anchor="end"))
+            shown = label.format(100 * value if percent else value)
+            self.marks.append(_Text(self.left - 6, self.y(value) + 4, shown, anchor="end"))
+        middle = (self.bottom + self.margins[2]) / 2
+        self.marks.append(_Text(12, middle, axis, anchor="middle", rotate=-90))
+        self.axes["y"] = axis
 
-    def x_labels(self, values: list[float], axis: str = "") -> None:
+    def x_labels(self, values: list[float], axis: str) -> None:
         self.marks += [_Text(self.x(value), self.bottom + 16, f"{value:,.0f}", anchor="middle")
                        for value in values]
-        if axis:
-            self.marks.append(_Text((self.left + self.right) / 2, self.height - 6, axis, anchor="middle"))
+        self.marks.append(_Text((self.left + self.right) / 2, self.height - 6, axis, anchor="middle"))
+        self.axes["x"] = axis
+
+    def x_categories(self, axis: str) -> None:
+        """Name the x axis of a chart whose categories are ``slanted`` labels (nothing is drawn: the
+        labels are the axis)."""
+        self.axes["x"] = axis
 
     def line(self, points: list[tuple[float, float]], colour: str, dots: bool = False) -> None:
         placed = tuple((self.x(a), self.y(b)) for a, b in points)
@@ -258,8 +271,12 @@ class Chart:
     def svg(self) -> str:
         head = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
                 f'viewBox="0 0 {self.width} {self.height}" font-family="sans-serif" font-size="{FONT_SIZE}">',
-                '<rect width="100%" height="100%" fill="white"/>']
+                f"<desc>{self.axes_text()}</desc>", '<rect width="100%" height="100%" fill="white"/>']
         return "\n".join([*head, *(mark.svg() for mark in self.marks), "</svg>"]) + "\n"
+
+    def axes_text(self) -> str:
+        """The axes' names, as the SVG's <desc> and the PNG's text chunk hold them."""
+        return "; ".join(f"{axis}: {self.axes[axis]}" for axis in ("x", "y") if axis in self.axes)
 
     def digest(self) -> str:
         """What the chart draws, as one hash: the SHA-256 of its SVG."""
@@ -272,9 +289,22 @@ class Chart:
             mark.draw(canvas)
         info = PngImagePlugin.PngInfo()
         info.add_text(PNG_SOURCE_KEY, self.digest())
+        info.add_text(PNG_AXES_KEY, self.axes_text())
         out = io.BytesIO()
         canvas.image.convert("RGB").save(out, format="PNG", pnginfo=info)
         return out.getvalue()
+
+
+def figure_axes(path: Path) -> dict[str, str]:
+    """The axes a chart figure names (an SVG's <desc>, a PNG's text chunk): {"x": ..., "y": ...}."""
+    if path.suffix == ".svg":
+        text = path.read_text()
+        start = text.find("<desc>")
+        held = text[start + len("<desc>"):text.find("</desc>")] if start >= 0 else ""
+    else:
+        with Image.open(path) as image:
+            held = image.text.get(PNG_AXES_KEY, "") if isinstance(image, PngImagePlugin.PngImageFile) else ""
+    return dict(part.split(": ", 1) for part in held.split("; ") if ": " in part)
 
 
 def png_source(path: Path) -> str | None:

@@ -44,7 +44,8 @@ def ood_svg(entry: Mapping[str, Any]) -> str:
                   title_size=12)
     group = (chart.right - chart.left) / len(factors)
     bar = group * 0.8 / len(series)
-    chart.y_grid([0.0, 0.25, 0.5, 0.75, 1.0], "{:.2f}")
+    chart.y_grid([0.0, 0.25, 0.5, 0.75, 1.0], "linear read-out R² (%)", percent=True)
+    chart.x_categories("latent")
     for k, (name, scores) in enumerate(series):
         colour = COLOURS[k % len(COLOURS)]
         chart.key(chart.left + 150 * k, 26, colour, f"{name} ({scores['linear_r2']:.2f})")

@@ -6,12 +6,18 @@ import io
 import numpy as np
 from PIL import Image
 
-from ident3d.charts import PALETTE, Chart, png_source, write_figures
+from pathlib import Path
+
+import pytest
+
+from ident3d.charts import PALETTE, Chart, figure_axes, png_source, write_figures
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def _chart() -> Chart:
     chart = Chart("R² by step", x_max=10, y_max=1.0, width=200, height=120)
-    chart.y_grid([0.0, 0.5, 1.0], "{:.1f}")
+    chart.y_grid([0.0, 0.5, 1.0], "R² (%)", percent=True)
     chart.x_labels([0, 5, 10], "step")
     chart.line([(0, 0.1), (5, 0.6), (10, 0.9)], PALETTE[0], dots=True)
     chart.level(0.3, PALETTE[2])
@@ -45,6 +51,29 @@ def test_the_svg_has_one_element_per_mark():
     assert svg.count("<polyline") == 1 and svg.count("<circle") == 3
     assert svg.count('stroke-dasharray="5 4"') == 1 and 'transform="rotate(-30 100.0 94)"' in svg
     assert '<text x="56" y="16" font-size="13">R² by step</text>' in svg
+    assert ">100</text>" in svg and ">50</text>" in svg  # a fraction ticked in percent, as tables print it
+    assert 'transform="rotate(-90 12 ' in svg and ">R² (%)</text>" in svg  # the y axis, named along it
+    assert "<desc>x: step; y: R² (%)</desc>" in svg
+
+
+def test_both_axes_of_a_chart_are_recorded_in_its_svg_and_its_png(tmp_path):
+    chart = _chart()
+    (tmp_path / "a.svg").write_text(chart.svg())
+    (tmp_path / "a.png").write_bytes(chart.png())
+    assert figure_axes(tmp_path / "a.svg") == figure_axes(tmp_path / "a.png") == {"x": "step", "y": "R² (%)"}
+    Image.new("RGB", (4, 4)).save(tmp_path / "plain.png")
+    assert figure_axes(tmp_path / "plain.png") == {}
+
+
+CHARTS = sorted(p for p in DOCS.rglob("*") if p.suffix == ".svg" or (p.suffix == ".png" and png_source(p)))
+
+
+@pytest.mark.parametrize("figure", CHARTS, ids=lambda p: str(p.relative_to(DOCS)))
+def test_every_committed_chart_names_both_axes_with_a_unit(figure):
+    axes = figure_axes(figure)
+    assert set(axes) == {"x", "y"}, f"{figure}: axes {axes}. Fix: name them (Chart.x_labels, Chart.y_grid) " \
+                                    "and regenerate the figure"
+    assert "(" in axes["y"] and ")" in axes["y"], f"{figure}: the y axis {axes['y']!r} gives no unit"
 
 
 def test_write_figures_keeps_exactly_the_figures_made(tmp_path):

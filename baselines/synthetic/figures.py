@@ -29,9 +29,10 @@ def lambda_svg(result: dict[str, Any]) -> str:
     truth = result.get("precision", {}).get("true", [])
     assignment = result.get("assignment", [])
     top = max([*truth, *(v for values in learned for v in values), 1.0]) * 1.1
-    chart = Chart(f"{result['row']} seed {result['seed']}: learned Lambda (solid) and true precision "
-                  "(dashed) per matched latent", x_max=max(steps), y_max=top)
-    chart.y_grid(ticks(top))
+    shown = "learned Lambda (solid) and true precision (dashed)" if truth else "learned Lambda"
+    chart = Chart(f"{result['row']} seed {result['seed']}: {shown} per matched latent", x_max=max(steps),
+                  y_max=top)
+    chart.y_grid(ticks(top), "precision (no unit)")
     chart.x_labels(ticks(max(steps), 4), "training step")
     one = len(learned[0]) == 1
     for feature in range(len(learned[0])):
