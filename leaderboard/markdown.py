@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ident3d.leaderboard.companions import companion_metrics, shown_columns
-from ident3d.leaderboard.ranking import Row, fresh_draw, ranked_tables, scores
+from ident3d.leaderboard.legend import markdown_legend
+from ident3d.leaderboard.ranking import Row, archived_entries, fresh_draw, ranked_tables, scores
 from ident3d.tracks import tracks
 
 HEADER = """# Leaderboard
@@ -94,6 +95,22 @@ def table_lines(table: list[Row], start: int = 1) -> list[str]:
     return lines
 
 
+def archived_lines(entries: list[Row]) -> list[str]:
+    """The archived entries: kept and listed with their scores and why, ranked nowhere."""
+    archived = archived_entries(entries)
+    if not archived:
+        return []
+    lines = ["\n## Archived (not ranked)\n",
+             "Kept for the record, ranked in no table: each was superseded and has no model file to re-score "
+             "it.\n", "| ID | model | track · protocol | R² (%) | MCC (%) | why archived |",
+             "|---|---|---|---:|---:|---|"]
+    for e in archived:
+        m = scores(e)
+        lines.append(f"| `{e['id']}` | {_link(e)} | `{e['dataset']}` · {text(e['protocol'])} | "
+                     f"{percent(m['linear_r2'])} | {percent(m.get('mcc_pearson'))} | {text(e['archived'])} |")
+    return lines
+
+
 def render_markdown(entries: list[Row]) -> str:
     parts = [HEADER]
     known = tracks()
@@ -103,5 +120,6 @@ def render_markdown(entries: list[Row]) -> str:
         parts += [f"\n## {title} · {text(protocol)}\n"]
         if about and about.id == track:
             parts += [f"{text(about.description)}\n"]
-        parts += table_lines(table)
-    return "\n".join(parts) + "\n"
+        keys = ["linear_r2", "mcc_pearson", "nonlinear_r2", *(key for key, _ in shown_columns(table))]
+        parts += [f"{text(markdown_legend(keys))}\n", *table_lines(table)]
+    return "\n".join([*parts, *archived_lines(entries)]) + "\n"

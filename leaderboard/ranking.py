@@ -78,12 +78,19 @@ def grouped(entries: list[Row]) -> list[Row]:
     return sorted(rows, key=rank_key)
 
 
+def archived_entries(entries: list[Row]) -> list[Row]:
+    """Entries kept for the record but ranked nowhere (``archived`` says why: superseded, and no model
+    file to re-score), by table and ID."""
+    return sorted((e for e in entries if e.get("archived")), key=lambda e: (*table_of(e), e["id"]))
+
+
 def ranked_tables(entries: list[Row]) -> dict[Table, list[Row]]:
     """Tables with the most entries first (then by dataset and protocol), each's rows ranked best
-    first; the page opens on the first."""
+    first; the page opens on the first. Archived entries are in no table."""
     tables: dict[Table, list[Row]] = {}
     for entry in entries:
-        tables.setdefault(table_of(entry), []).append(entry)
+        if not entry.get("archived"):
+            tables.setdefault(table_of(entry), []).append(entry)
     order = sorted(tables, key=lambda key: (-len(tables[key]), key))
     return {key: grouped(tables[key]) for key in order}
 
@@ -91,5 +98,6 @@ def ranked_tables(entries: list[Row]) -> dict[Table, list[Row]]:
 def placement(entries: list[Row], candidate: Row) -> tuple[int, int, list[Row]]:
     """Where ``candidate`` (a single run) would rank in its table: (rank, rows with it, the rows)."""
     solo = {**candidate, "seed_group": None}
-    rows = grouped([e for e in entries if table_of(e) == table_of(candidate)] + [solo])
+    table = [e for e in entries if table_of(e) == table_of(candidate) and not e.get("archived")]
+    rows = grouped([*table, solo])
     return rows.index(solo) + 1, len(rows), rows

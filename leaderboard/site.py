@@ -7,7 +7,8 @@ import statistics
 from importlib.resources import files
 
 from ident3d.leaderboard.companions import COLUMNS, companion_metrics
-from ident3d.leaderboard.ranking import Row, fresh_draw, ranked_tables, scores
+from ident3d.leaderboard.legend import MEANINGS
+from ident3d.leaderboard.ranking import Row, archived_entries, fresh_draw, ranked_tables, scores
 from ident3d.tracks import tracks
 from ident3d.variants import FACTOR_NAMES
 
@@ -45,7 +46,9 @@ def page_data(entries: list[Row]) -> dict:
     rows = [{**page_row(row), "rank": rank} for table in tables.values()
             for rank, row in enumerate(table, start=1)]
     known = {t.id: {"title": t.title, "description": t.description} for t in tracks().values()}
-    return {"entries": rows, "factors": list(FACTOR_NAMES), "companion_columns": [list(c) for c in COLUMNS],
+    archived = [{**page_row(e), "archived": e["archived"]} for e in archived_entries(entries)]
+    return {"entries": rows, "archived": archived, "legend": MEANINGS,
+            "factors": list(FACTOR_NAMES), "companion_columns": [list(c) for c in COLUMNS],
             "tables": [[track, protocol, len(rows)] for (track, protocol), rows in tables.items()],
             "tracks": {track: known[track] for track, _ in tables if track in known}}
 

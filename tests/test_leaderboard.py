@@ -34,8 +34,8 @@ def paper_entry():
 
 
 def largest_table(entries) -> tuple[tuple[str, str], int]:
-    """The (track, protocol) with the most entries (ties: the first by name), and its size."""
-    sizes = collections.Counter((e["dataset"], e["protocol"]) for e in entries)
+    """The (track, protocol) with the most ranked entries (ties: the first by name), and its size."""
+    sizes = collections.Counter((e["dataset"], e["protocol"]) for e in entries if not e.get("archived"))
     table = min(sizes, key=lambda key: (-sizes[key], key))
     return table, sizes[table]
 
@@ -361,7 +361,7 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         table_rows = ranked_tables(entries)[largest]
         assert rows.count() == len(table_rows) < sum(1 for e in entries if table_of(e) == largest)
         group = page.locator("#board tbody tr[data-id='group:v2-normal-box']")  # 3 seeds, 1 row: mean ± sd
-        assert re.search(r"\d\.\d\d ± \d\.\d\d", group.locator("td").nth(5).inner_text())
+        assert re.search(r"\d\.\d\d\s+± \d\.\d\d", group.locator("td").nth(5).inner_text())  # sd beneath
         ranks = rows.evaluate_all("rows => rows.map(r => r.children[0].textContent)")
         assert ranks == [str(i) for i in range(1, len(table_rows) + 1)]
         group.locator("button.runs").click()  # the runs open beneath it, unranked
@@ -470,8 +470,25 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         page.select_option("#dataset", "3dident-published@1")
         page.select_option("#protocol", "ident3d-eval-v1")
         assert rows.evaluate_all("rows => rows.map(r => r.dataset.id)") == ["Roe2026Contrastive"]
-        all_rows = sum(len(t) for t in ranked_tables(entries).values())
-        assert f"1 of {all_rows} rows shown" in page.inner_text("#count")
+        assert "1 of 1 rows of this table shown" in page.inner_text("#count")  # this table's, not all
+        option = page.eval_on_selector("#dataset", "s => s.options[s.selectedIndex].textContent")
+        assert option.endswith(f"· {sum(1 for e in entries if e['dataset'] == '3dident-published@1')} rows")
+
+        for table in (largest, ("3dident-v2-64@1", "ident3d-eval-v1")):  # the CPU track's, DCI columns too
+            page.select_option("#dataset", table[0])  # fits 1,280 px with the status column in view
+            page.select_option("#protocol", table[1])
+            status = page.locator('#board th[data-key="status"]').bounding_box()
+            assert status["x"] + status["width"] <= 1280, table
+            titles = page.eval_on_selector_all("#board th",
+                                               "ths => ths.map(th => [th.dataset.key, th.title])")
+            assert all(title for _, title in titles), titles  # every column explains itself on hover ...
+        legend = page.inner_text("#columns-legend")  # ... and in the legend above the table
+        assert "MCC" in legend and "DCI disentanglement" in legend and "extrapolation R²" in legend
+        archived = [e["id"] for e in entries if e.get("archived")]
+        listed = page.eval_on_selector_all("#archived tbody tr", "rs => rs.map(r => r.dataset.id)")
+        assert archived and sorted(listed) == sorted(archived)  # listed once, under Archived ...
+        ranked = page.evaluate("DATA.entries.flatMap(e => [e.id, ...(e.runs || []).map(r => r.id)])")
+        assert not set(archived) & set(ranked)  # ... and ranked in no table
 
         narrow = browser.new_page(viewport={"width": 420, "height": 900})
         narrow.goto(url)
@@ -711,3 +728,31 @@ def test_block_identifiability_table_is_the_entries(committed_entries):
     text = PAGE.read_text()
     assert text[text.index(BEGIN):text.index(END) + len(END)] == section(committed_entries), \
         "docs/evaluation.md's block table is stale. Fix: python -m ident3d.leaderboard.blocks_report --write"
+
+
+def test_an_archived_entry_is_listed_with_its_reason_and_ranked_nowhere(tmp_path):
+    from ident3d.leaderboard.companions import COLUMNS
+    from ident3d.leaderboard.compare import report
+    from ident3d.leaderboard.legend import MEANINGS
+
+    for entry_id, value in (("Doe2026Kept", 0.6), ("Old2025Superseded", 0.9)):
+        write_entry(entry_from_result(fake_result(value, value), entry_id), tmp_path)
+    old = json.loads((tmp_path / "Old2025Superseded.json").read_text())
+    old["archived"] = "superseded by Doe2026Kept; no model file"
+    (tmp_path / "Old2025Superseded.json").write_text(json.dumps(old))
+    entries = load_entries(tmp_path)
+    [table] = ranked_tables(entries).values()
+    assert [row["id"] for row in table] == ["Doe2026Kept"]  # the better score does not rank
+    newcomer = entry_from_result(fake_result(0.7, 0.7), "New2026One")
+    assert "would rank 1 of 2" in report(entries, newcomer, "r")
+    markdown = render_markdown(entries)
+    archived = markdown[markdown.index("## Archived (not ranked)"):]
+    assert "`Old2025Superseded`" in archived and "superseded by Doe2026Kept; no model file" in archived
+    assert markdown.count("Old2025Superseded") == 1
+    assert "Columns: linear R²: the share" in markdown  # the legend of the table's columns
+    old["archived"] = ""  # a reason is required
+    with pytest.raises(ResultError):
+        validate_entry(old, "Old2025Superseded.json")
+    # every column the tables and the page can show has a meaning in the legend
+    shown = {key for key, *_ in COLUMNS} | {"rank", "name", "linear_r2", "mcc_pearson", "status"}
+    assert shown <= set(MEANINGS)
