@@ -32,6 +32,22 @@ class ThreeDIdent(Dataset):
     Reads ``<root>/<split>/`` as written by ``ident3d render`` (with ``manifest.json``) or as
     published on Zenodo (no manifest; image names padded to ceil(log10 N) digits). When the split
     was packed (``ident3d pack``), images come from the memory-mapped ``images.npy`` instead.
+
+    Args:
+        root: the dataset root holding one folder per split.
+        split: the split folder (``train``, ``test``, ...).
+        transform: applied to each PIL image (torchvision convention); None gives the PIL image.
+        target_transform: applied to each latent vector.
+        download: fetch the published split from Zenodo when ``root/split`` is missing.
+
+    Example:
+        ```python
+        from ident3d import ThreeDIdent
+
+        train = ThreeDIdent("data/preview", "train")
+        image, z = train[0]            # a PIL image and its 10 raw latents in [-1, 1]
+        print(len(train), train.image_shape, train.latents.shape)
+        ```
     """
 
     def __init__(self, root: str | Path, split: str = "train",

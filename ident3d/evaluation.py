@@ -251,8 +251,9 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         import torch
         import ident3d
 
-        model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, stride=2), torch.nn.ReLU(),
-                                    torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10))
+        nn = torch.nn
+        model = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                              nn.Flatten(), nn.Linear(16, 10))
         result = ident3d.evaluate(model, "data/preview")   # your own module runs here, self-reported
         print(result.table())
         result.save("result.json")

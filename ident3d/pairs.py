@@ -146,6 +146,27 @@ class ContrastivePairs(PairDataset):
     Randomness of item ``i`` comes only from ``(seed, epoch, i)``, so pairs do not depend on the
     number of DataLoader workers or the batch size. With a DataLoader, a batch is fetched through
     ``__getitems__``: one FAISS search per batch, one read of the packed images.
+
+    Args:
+        dataset: the rendered split to draw pairs from.
+        conditional: the positive's distribution around the anchor (``normal``, ``laplace``, ``gennorm``).
+        scale: one scale, or one per latent.
+        beta: the exponent of ``gennorm``.
+        index: the FAISS index (``flat``: exact; ``ivf``: approximate, for millions of images).
+        epoch_length: pairs per epoch (default: one per image).
+        seed: the seed of every pair's stream.
+        anchor: ``snapped`` (the positive is drawn around the anchor's rendered latents) or
+            ``pre-snap`` (around the anchor's unsnapped draw, as the original code).
+        transform: applied to each image tensor (in a worker).
+        uint8: return images as uint8 (divide by 255 on the device).
+
+    Example:
+        ```python
+        from ident3d import ContrastivePairs, ThreeDIdent
+
+        pairs = ContrastivePairs(ThreeDIdent("data/preview", "train"), scale=0.1, seed=0)
+        x, x_pos, z, z_pos = pairs[0]  # (3, H, W) images in [0, 1] and their latents
+        ```
     """
 
     def __init__(self, dataset: ThreeDIdent, conditional: str = "normal",
@@ -241,6 +262,21 @@ class RenderedPairs(PairDataset):
 
     Item ``i`` is the pair drawn with the stream ``(seed, epoch, i)``, so, as for
     ``ContrastivePairs``, any integer is a valid item and pairs do not depend on the workers.
+
+    Args:
+        dataset: a split rendered with ``ident3d render --pairs``.
+        epoch_length: pairs per epoch (default: the split's pair count).
+        seed: the seed of every pair's stream.
+        transform: applied to each image tensor (in a worker).
+        uint8: return images as uint8.
+
+    Example:
+        ```python
+        from ident3d import RenderedPairs, ThreeDIdent
+
+        pairs = RenderedPairs(ThreeDIdent("data/paired", "train"), seed=0)
+        x, x_pos, z, z_pos = pairs[0]  # an anchor and the positive rendered for it
+        ```
     """
 
     def __init__(self, dataset: ThreeDIdent, epoch_length: int | None = None, seed: int = 0,
@@ -299,6 +335,20 @@ class PairLoader:
     transform, or over PNG files, the images are made in the workers as in a plain DataLoader.
     Keyword arguments go to the DataLoader (``batch_size``, ``batch_sampler``, ``num_workers``,
     ``prefetch_factor``, ``persistent_workers``, ...); ``pin_memory`` pins the finished batch.
+
+    Args:
+        pairs: a ``ContrastivePairs`` or ``RenderedPairs``.
+        pin_memory: pin each finished batch (for CUDA).
+        **dataloader_kwargs: passed to ``torch.utils.data.DataLoader``.
+
+    Example:
+        ```python
+        from ident3d import ContrastivePairs, PairLoader, ThreeDIdent
+
+        pairs = ContrastivePairs(ThreeDIdent("data/preview", "train"), seed=0)
+        for x, x_pos, z, z_pos in PairLoader(pairs, batch_size=256, num_workers=2):
+            break  # (B, 3, H, W) float32 images, channels-last, and (B, 10) latents
+        ```
     """
 
     def __init__(self, pairs: PairDataset, pin_memory: bool = False, **dataloader_kwargs: Any) -> None:

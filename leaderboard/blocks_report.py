@@ -3,22 +3,21 @@ for every entry whose result has the ``blocks`` section (scored on a content/sty
 linear and kernel R² of the content block and of the style block (von Kügelgen et al., NeurIPS 2021).
 
     python -m ident3d.leaderboard.blocks_report            # print the table
-    python -m ident3d.leaderboard.blocks_report --write    # into docs/evaluation.md and README.md
+    python -m ident3d.leaderboard.blocks_report --write    # into docs/evaluation.md
 
 ``tests/test_leaderboard.py`` fails when a committed table is stale.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ident3d.generated_blocks import README, write_block
+from ident3d.generated_blocks import section_command
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 
-PAGES = (Path(__file__).resolve().parents[1] / "docs" / "evaluation.md", README)
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "evaluation.md"
 BEGIN = "<!-- blocks-entries:begin (python -m ident3d.leaderboard.blocks_report --write) -->"
 END = "<!-- blocks-entries:end -->"
 
@@ -49,15 +48,9 @@ def section(entries: list[Mapping[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write the table into docs/evaluation.md and "
-                                                             "README.md")
-    text = section(load_entries(ENTRIES_DIR))
-    if parser.parse_args(argv).write:
-        for page in PAGES:
-            write_block(text, BEGIN, END, page)
-    print(text)
-    return 0
+    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
+                           BEGIN, END, PAGE)
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -157,7 +157,26 @@ def entry_from_result(result: Result | dict[str, Any], entry_id: str, *, status:
     is not checked again; a plain document is parsed here (so errors come early).
 
     ``track``: the table the submitter asks for; refused unless the result was scored on it.
-    ``seed_group``: shared by the runs of one method that differ only in their seed."""
+    ``seed_group``: shared by the runs of one method that differ only in their seed.
+
+    The leaderboard API is this, ``write_entry``, ``load_entries`` and
+    ``ident3d.leaderboard.build.build`` (what ``ident3d leaderboard add`` and ``build`` call).
+
+    Example:
+        ```python
+        import json
+        from pathlib import Path
+        from ident3d.leaderboard.build import build
+        from ident3d.leaderboard.entries import entry_from_result, load_entries, write_entry
+        from ident3d.results import Result
+
+        result = Result.parse(json.loads(Path("runs/smoke/result.json").read_text()))
+        entry = entry_from_result(result, "Doe2026Contrastive_smoke", authors=["J. Doe"])
+        write_entry(entry, Path("my-entries"))          # refuses an ID that exists
+        print(len(load_entries(Path("my-entries"))))
+        build(Path("my-entries"), Path("MY-LEADERBOARD.md"), Path("my-site/index.html"))
+        ```
+    """
     result = (result if isinstance(result, Result) else Result.parse(result)).document
     scored_on = track_of(result)
     if track is not None and track != scored_on:

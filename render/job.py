@@ -71,6 +71,20 @@ def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str |
              raw: np.ndarray | None = None) -> RenderJob:
     """Check every input before anything is written: variant, latents shape, range and finiteness.
 
+    The render API is this and ``render_split``: plan a job, then render it (resumable: a second
+    call renders only what is missing). Settings come from ``ident3d.render.settings.resolve_settings``.
+
+    Example:
+        ```python
+        from pathlib import Path
+        from ident3d.render.job import plan_job, render_split
+        from ident3d.render.settings import resolve_settings
+
+        job = plan_job(Path("data/small"), "train", n=8, seed=0, variant="v2",
+                       settings=resolve_settings("preview"))
+        manifest = render_split(job, workers=2)   # data/small/train/manifest.json
+        ```
+
     ``pairs`` (``{"conditional": ..., "scale": ..., "beta": ...}``, or ``{"style": [names]}`` for
     content/style pairs) makes a paired split of ``n`` exact positive pairs, ``2n`` images: anchor ``i``
     is image ``2i``, its positive ``2i + 1``.

@@ -1,7 +1,10 @@
 """The documentation site builds from docs/ in MkDocs' strict mode: a broken link, a page left out of
 the navigation or an API reference that does not resolve fails the build, and so this test."""
 
+import html
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +29,22 @@ def test_docs_site_builds_in_strict_mode(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     api = (tmp_path / "site/api/index.html").read_text()
     assert 'id="ident3d.datasets.ThreeDIdent"' in api and 'id="ident3d.publish.publish"' in api
+    # Constructors show their signature with parameters, types and defaults, and an example.
+    text = html.unescape(re.sub(r"<[^>]+>", "", api))
+    for signature in ("ContrastivePairs(\n    dataset: ThreeDIdent,", "epoch_length: int | None = None",
+                      "pin_memory: bool = False", 'protocol: str = "ident3d-eval-v1"',
+                      'split: str = "train"'):
+        assert signature in text, signature
+    assert text.count("Example") >= 7
+    # The site's search finds the API entries by their short names.
+    index = json.loads((tmp_path / "site/search/search_index.json").read_text())
+    separator = re.compile(index["config"]["separator"])
+    def words(text: str) -> set[str]:  # as the search splits the page and the query
+        return {w.lower() for w in separator.split(text) if w}
+
+    for name in ("PairLoader", "ThreeDIdent", "ContrastivePairs", "RenderedPairs", "evaluate"):
+        hits = [doc["location"] for doc in index["docs"] if words(name) <= words(doc["title"])]
+        assert any(hit.startswith("api/#") for hit in hits), name  # the entry's own heading
     pages = {p.relative_to(REPO / "docs").as_posix() for p in (REPO / "docs").glob("*.md")}
     built = {p.parent.name + ".md" for p in (tmp_path / "site").glob("*/index.html")}
     assert pages - {"index.md"} <= built, pages - built

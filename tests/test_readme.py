@@ -12,7 +12,9 @@ into the scratch folder instead of the repository. `make demo` is run by test_de
 demo`) and `make test` is this suite itself; no other line is skipped.
 The hour-long reproduction commands sit in `text` blocks: documented, not CI's to run. The bundle
 the README's `ident3d publish` writes (the CPU track's test split) is checked as the Croissant
-validator checks it.
+validator checks it. Then every example in the docstrings of the API page (docs/api.md) runs on the
+quickstarts' data. The time each numbered README quickstart took here is printed beside the time its
+heading states at full size (which `python -m benchmarks.quickstarts` measures).
 """
 
 import json
@@ -22,26 +24,21 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from conftest import FakeZenodo, make_tar, write_fake_split
 
+from benchmarks.quickstarts import bash_commands, code_blocks, leaderboard_flags, quickstarts
+
 pytestmark = [pytest.mark.blender, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / name for name in ("README.md", "docs/tracks.md", "docs/rendering.md", "docs/variants.md",
                                   "docs/data.md", "docs/evaluation.md", "docs/training.md",
-                                  "docs/leaderboard.md")]
+                                  "docs/leaderboard.md", "docs/index.md")]
 SKIPPED = {"make demo", "make test"}
-
-
-def code_blocks(text: str) -> list[tuple[str, str]]:
-    return re.findall(r"```(bash|python)\n(.*?)```", text, flags=re.S)
-
-
-def bash_commands(block: str) -> list[str]:
-    lines = [line.split("  #")[0].strip() for line in block.splitlines()]
-    return [line for line in lines if line and not line.startswith("#")]
 
 
 def shrink(argv: list[str], scratch: Path, zenodo_url: str) -> list[str]:
@@ -55,12 +52,7 @@ def shrink(argv: list[str], scratch: Path, zenodo_url: str) -> list[str]:
         "traverse": ["--preset", "preview", "--samples", "1", "--steps", "3"],
         "train": ["--iterations", "2", "--batch-size", "8", "--device", "cpu"],
         "download": ["--record", "999", "--base-url", zenodo_url],
-    }.get(verb, [])
-    if verb == "leaderboard":
-        extra = ["--entries", str(scratch / "entries")]
-        if argv[2] == "build":
-            extra += ["--markdown", str(scratch / "LEADERBOARD.md"),
-                      "--site", str(scratch / "site/index.html")]
+    }.get(verb, leaderboard_flags(argv, scratch))
     if "--finalize" in argv or "--track" in argv:  # a track's split is rendered as the track defines it
         extra = []
     return argv + extra
@@ -73,22 +65,26 @@ def test_every_readme_command_runs(tmp_path, monkeypatch, cpu_track_data):
     shutil.copytree(ENTRIES_DIR, tmp_path / "entries")
     # The CPU track's test split as `ident3d render --track` leaves it, from the cross-run cache: the
     # render command then finds it complete, and `verify --track` still re-renders a random sample.
-    shutil.copytree(cpu_track_data / "test", tmp_path / "data/cpu-track/test")
+    for root in ("data/preview", "data/cpu-track"):  # the README's quickstarts, the tracks page
+        shutil.copytree(cpu_track_data / "test", tmp_path / root / "test")
     write_fake_split(tmp_path / "src/3dident", "test", n=20, manifest=False)
     server = FakeZenodo({"3dident_test.tar": make_tar(tmp_path / "src/3dident", "3dident")})
     env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0"}
+    section_of = {block: f"{q.number}. {q.title} ({q.stated})"
+                  for q in quickstarts((REPO / "README.md").read_text()) for _, block in q.blocks}
+    seconds = defaultdict(float)
     ran = []
     try:
         for language, block in (b for page in PAGES for b in code_blocks(page.read_text())):
             if block in ran:
                 continue
+            start = time.perf_counter()
             if language == "python":
                 result = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=env,
                                         capture_output=True, text=True, timeout=600)
                 assert result.returncode == 0, f"README python block failed:\n{block}\n{result.stderr}"
                 ran.append(block)
-                continue
-            for line in bash_commands(block):
+            for line in bash_commands(block) if language == "bash" else []:
                 if line in SKIPPED or line in ran:
                     continue
                 argv = shlex.split(re.sub(r"\$\{(\w+)\}", lambda m: env[m[1]], line))
@@ -102,18 +98,52 @@ def test_every_readme_command_runs(tmp_path, monkeypatch, cpu_track_data):
                                         timeout=600)
                 assert result.returncode == 0, f"README command failed: {line}\n{result.stderr[-3000:]}"
                 ran.append(line)
+            if block in section_of:
+                seconds[section_of[block]] += time.perf_counter() - start
+        examples = api_examples()
+        for example in examples:  # the API page's docstring examples, on the quickstarts' data
+            result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, env=env,
+                                    capture_output=True, text=True, timeout=600)
+            assert result.returncode == 0, f"API example failed:\n{example}\n{result.stderr[-3000:]}"
     finally:
         server.close()
+    assert len(examples) >= 7  # the data, pairs, evaluation, render and leaderboard entries
+    # Each quickstart's time at this test's sizes, beside what its heading states at full size
+    # (python -m benchmarks.quickstarts measures those): shown with -s or in the captured output.
+    print("README quickstarts at test size (stated: at full size):")
+    for section, spent in seconds.items():
+        print(f"  {section}: {spent:.1f} s")
+    assert len(seconds) == len(set(section_of.values())) >= 6  # every numbered quickstart ran
     verbs = {line.split()[1] for line in ran if line.startswith("ident3d")}
     assert verbs >= {"render", "traverse", "download", "verify", "pack", "evaluate", "train", "leaderboard"}
     assert verbs >= {"publish", "export", "import"}
-    assert sum("\n" in block for block in ran) == 4  # the python blocks (a bash line has no newline)
+    assert sum("\n" in block for block in ran) == 5  # the python blocks (a bash line has no newline)
     assert "ident3d leaderboard rescore Ident2026CpuTrack_v2-pixels" in " ".join(ran)  # re-scored identically
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert_valid_croissant(tmp_path / "bundles/cpu-track")
     assert json.loads((tmp_path / "result.json").read_text())["model"]["name"] == "MyModel"
     assert (tmp_path / "entries/Doe2026Contrastive_smoke.json").exists()
     assert (tmp_path / "site/index.html").exists() and (tmp_path / "traversal-v2.png").exists()
+
+
+def api_examples() -> list[str]:
+    """The ```python examples in the docstrings of every object docs/api.md documents (``::: name``)."""
+    import importlib
+    import inspect
+    import textwrap
+
+    examples = []
+    for dotted in re.findall(r"^::: ([\w.]+)$", (REPO / "docs/api.md").read_text(), flags=re.M):
+        if not dotted.startswith("ident3d."):  # render/ and leaderboard/ are documented from their folders
+            dotted = f"ident3d.{dotted}"
+        module, _, name = dotted.rpartition(".")
+        try:
+            obj = getattr(importlib.import_module(module), name)
+        except ModuleNotFoundError:  # a module documented as a whole
+            obj = importlib.import_module(dotted)
+        doc = inspect.cleandoc(obj.__doc__ or "")
+        examples += [textwrap.dedent(block) for language, block in code_blocks(doc) if language == "python"]
+    return examples
 
 
 def assert_valid_croissant(bundle: Path) -> None:

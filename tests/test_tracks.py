@@ -171,12 +171,12 @@ def test_results_carry_the_track_whatever_the_package_version_and_custom_data_st
     assert entry_from_result(custom, "Doe2026Custom")["dataset"] == custom["dataset"]["track"]
 
 
-@pytest.mark.parametrize("page", ["README.md", "docs/tracks.md"])
-def test_readme_and_tracks_page_list_the_current_tracks(page):
+def test_the_tracks_page_lists_the_current_tracks():
     from pathlib import Path
 
+    page = "docs/tracks.md"
     text = (Path(__file__).resolve().parents[1] / page).read_text()
-    start = text.index(tracks.README_BEGIN)
-    end = text.index(tracks.README_END) + len(tracks.README_END)
-    assert text[start:end] == tracks.readme_block(), \
+    start = text.index(tracks.TABLE_BEGIN)
+    end = text.index(tracks.TABLE_END) + len(tracks.TABLE_END)
+    assert text[start:end] == tracks.markdown_block(), \
         f"{page}: the tracks table is stale: run `ident3d tracks --markdown` and paste it"

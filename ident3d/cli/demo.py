@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from textwrap import fill
 
 from ident3d.cli.arguments import check_output_folder, positive_int
 
@@ -60,8 +61,12 @@ def show_pairs(data: Path) -> None:
     pairs = ContrastivePairs(train, conditional="normal", scale=0.1, seed=0)
     x, x_pos, z, z_pos = next(iter(DataLoader(pairs, batch_size=64)))
     spread = pairs.effective_conditional(2000)
-    print(f"\n{train!r}\none batch of pairs: x {tuple(x.shape)}, z {tuple(z.shape)}; realised "
-          f"positive spread per latent (asked 0.1): {[round(float(s), 3) for s in spread]}")
+    print(f"\n{train!r}\none batch of pairs: x {tuple(x.shape)}, z {tuple(z.shape)}")
+    print(fill("Each positive is drawn around its anchor's latents with a Normal of sd 0.1, then snapped "
+               f"by FAISS to the nearest of the {len(train):,} rendered latents; with this few images the "
+               "snap widens the spread the encoder sees. Realised sd of the positive around its anchor, "
+               f"per latent: {', '.join(f'{float(s):.2f}' for s in spread)} (more images bring it closer "
+               "to 0.1; docs/data.md).", 100))
 
 
 def reference_readouts(data: Path, models: Path, results: Path, progress: bool) -> dict[str, Path]:
@@ -174,6 +179,10 @@ def run(args: argparse.Namespace) -> int:
     heading(4, "evaluate it beside two references: the pixels and the true latents (the ceiling)")
     results = out / "results"
     readouts = reference_readouts(data, out / "models", results, progress)
+    print(fill("Linear R² is the share of each latent's variance a linear read-out of the features "
+               "recovers on held-out images; MCC, how well each latent correlates with one feature after "
+               "matching them up (both 100% at best). The pixels are the floor an encoder should beat, "
+               "the true latents the ceiling.", 100))
     for name, path in (("smoke baseline", smoke_result), *readouts.items()):
         print(f"\n{name} (ident3d-eval-v1)\n{Result(json.loads(path.read_text())).table()}")
 

@@ -10,14 +10,14 @@ EXAMPLE = ("ident3d tracks\n"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", action="store_true",
-                   help="print the README block with its markers (to paste into README.md)")
+                   help="print the docs/tracks.md block with its markers (to paste there)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from ident3d.tracks import readme_block, summary_rows
+    from ident3d.tracks import markdown_block, summary_rows
 
     if args.markdown:
-        print(readme_block())
+        print(markdown_block())
         return 0
     for row in summary_rows():
         print(f"{row[0]}  ({row[1]}, {row[2]}; {row[3]})\n  {row[5]}\n  render: {row[4]}\n")
