@@ -55,10 +55,11 @@ from ident3d.pairs import PairDataset, PairLoader
 
 log = logging.getLogger(__name__)
 
-# Training images per second on 2 CPU cores at 224 px with the paper's ResNet18 stem, measured with
-# `python -m benchmarks.train_throughput --size 224 --batch-size 64` (docs/benchmarks.md); the cost
-# note scales it by the pixel count for other sizes.
-CPU_IMAGES_PER_S_224 = 14.0
+# Training images per second on 2 CPU cores at 224 px with the paper's ResNet18 stem: about 4 s per
+# step of 64 images on this project's machine (docs/cpu-track.md, "On a GPU"; `python -m
+# benchmarks.train_throughput --size 224` measures it again). The cost note scales it by the pixel
+# count for other sizes; beside other work a CPU runs slower, so the note is a lower bound.
+CPU_IMAGES_PER_S_224 = 16.0
 CPU_NOTE_SECONDS = 1800  # a CPU run expected to last longer than this is told so before it starts
 
 
