@@ -99,7 +99,7 @@ def curve_chart(curve: dict[str, Any]) -> Chart:
     chart = Chart(f"{curve['run']}: held-out linear R² per latent ({curve['preset']}, batch "
                   f"{budget['batch_size']}, lr {budget['lr']:g}; logged to step {curve['last_step']:,} of "
                   f"{budget['steps']:,})", x_max=budget["steps"], y_max=1.0, width=720, height=380,
-                  margins=(44, 12, 64, 40), title_size=12)
+                  margins=(48, 28, 64, 40), title_size=12)
     chart.y_grid([0.0, 0.25, 0.5, 0.75, 1.0], "held-out linear R² (%)", percent=True)
     chart.x_labels(ticks(budget["steps"], 6), "training step")
     for j, factor in enumerate(curve["factors"]):
@@ -116,7 +116,7 @@ def overview_chart(groups: dict[str, list[dict[str, Any]]]) -> Chart:
     rows = -(-len(groups) // 2)  # the legend: two columns under the title
     chart = Chart("Held-out linear R², mean over the latents, by training step (one line per run)",
                   x_max=x_max, y_max=1.0, width=720, height=360 + 16 * rows,
-                  margins=(44, 12, 32 + 16 * rows, 40), title_size=12)
+                  margins=(48, 28, 32 + 16 * rows, 40), title_size=12)
     chart.y_grid([0.0, 0.25, 0.5, 0.75, 1.0], "mean held-out linear R² (%)", percent=True)
     chart.x_labels(ticks(x_max, 6), "training step")
     column = (chart.right - chart.left) / 2
@@ -143,7 +143,7 @@ def lambda_chart(curve: dict[str, Any]) -> Chart:
     top = max(max(v) for v in values) * 1.1
     chart = Chart(f"{curve['run']}: {_learned(curve)} (to step {curve['last_step']:,} of "
                   f"{curve['budget']['steps']:,})", x_max=curve["budget"]["steps"],
-                  y_max=top, width=720, height=380, margins=(44, 12, 64, 40), title_size=12)
+                  y_max=top, width=720, height=380, margins=(48, 28, 64, 40), title_size=12)
     chart.y_grid(ticks(top), "learned precision (no unit)", "{:g}")
     chart.x_labels(ticks(curve["budget"]["steps"], 6), "training step")
     for feature in range(len(values[0])):

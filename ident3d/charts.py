@@ -198,7 +198,7 @@ class Chart:
     y_max: float
     width: int = 640
     height: int = 360
-    margins: tuple[int, int, int, int] = (56, 16, 28, 40)  # left, right, top, bottom
+    margins: tuple[int, int, int, int] = (56, 28, 28, 40)  # left, right (the last x tick), top, bottom
     title_size: int = 13
     marks: list[_Mark] = field(default_factory=list)
     axes: dict[str, str] = field(default_factory=dict)  # "x" and "y": each axis's label with its unit

@@ -2,13 +2,11 @@
 digest of what it draws, and a figures folder kept to exactly the figures made."""
 
 import io
-
-import numpy as np
-from PIL import Image
-
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from ident3d.charts import PALETTE, Chart, figure_axes, png_source, write_figures
 
