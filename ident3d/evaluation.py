@@ -256,7 +256,7 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
                               nn.Flatten(), nn.Linear(16, 10))
         result = ident3d.evaluate(model, "data/preview")   # your own module runs here, self-reported
         print(result.table())
-        result.save("result.json")
+        result.save("module-result.json")
         ```
     """
     version = get_protocol(protocol).version
