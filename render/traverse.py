@@ -1,6 +1,7 @@
 """Latent traversals (the paper's Figure 3): one row per latent swept across its range.
 
-Every other latent stays at a base value (the centre of the box unless given). The renders go
+Every other latent stays at a base value (the centre of the box unless given); under each image
+is the swept latent's value there (raw u, or the class's name). The renders go
 through the ordinary resumable job machinery into a cache folder, then one labelled grid PNG is
 written atomically.
 """
@@ -19,6 +20,7 @@ from ident3d.render.settings import RenderSettings
 from ident3d.variants import Variant, get_variant
 
 LABEL_WIDTH = 150
+CAPTION_HEIGHT = 14  # the strip under each image that names the swept latent's value
 BACKGROUND = (255, 255, 255)
 
 
@@ -40,17 +42,30 @@ def traversal_latents(steps: int, base: np.ndarray | None = None, variant: str |
     return grid
 
 
-def compose_grid(images: list[Path], steps: int, labels: list[str]) -> Image.Image:
-    """Paste ``len(labels)`` rows of ``steps`` images, each row labelled on the left."""
+def column_captions(variant: Variant, steps: int) -> list[list[str]]:
+    """Under each image, the swept latent's value there: the raw u in [-1, 1], or the class's name."""
+    grid = traversal_latents(steps, variant=variant)
+    return [[f.classes[int(grid[f.index * steps + col, f.index])] if f.is_class
+             else f"{grid[f.index * steps + col, f.index]:+.2f}" for col in range(steps)]
+            for f in variant.factors]
+
+
+def compose_grid(images: list[Path], steps: int, labels: list[str], captions: list[list[str]]) -> Image.Image:
+    """Paste ``len(labels)`` rows of ``steps`` images, each row labelled on the left and each image
+    captioned beneath with the swept latent's value (``captions[row][column]``)."""
     tiles = [Image.open(p).convert("RGB") for p in images]
     size = tiles[0].width
-    sheet = Image.new("RGB", (LABEL_WIDTH + steps * size, len(labels) * size), BACKGROUND)
+    row_height = size + CAPTION_HEIGHT
+    sheet = Image.new("RGB", (LABEL_WIDTH + steps * size, len(labels) * row_height), BACKGROUND)
     draw = ImageDraw.Draw(sheet)
     font = ImageFont.load_default()
     for row, label in enumerate(labels):
-        draw.text((6, row * size + size // 2 - 6), label, fill=(0, 0, 0), font=font)
+        top = row * row_height
+        draw.text((6, top + size // 2 - 6), label, fill=(0, 0, 0), font=font)
         for col in range(steps):
-            sheet.paste(tiles[row * steps + col], (LABEL_WIDTH + col * size, row * size))
+            sheet.paste(tiles[row * steps + col], (LABEL_WIDTH + col * size, top))
+            draw.text((LABEL_WIDTH + col * size + size // 2, top + size + CAPTION_HEIGHT // 2),
+                      captions[row][col], fill=(60, 60, 60), font=font, anchor="mm")
     return sheet
 
 
@@ -71,5 +86,5 @@ def render_traversal(out: Path, *, variant: str | Variant, steps: int, settings:
     images = [job.layout.image(i, job.padding) for i in range(job.n)]
     labels = [f"{f.name} ({variant.name})" for f in variant.factors]
     with atomic.atomic_path(out, suffix=".png") as tmp:
-        compose_grid(images, steps, labels).save(tmp, format="PNG")
+        compose_grid(images, steps, labels, column_captions(variant, steps)).save(tmp, format="PNG")
     return out

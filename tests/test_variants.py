@@ -214,6 +214,27 @@ def test_traversal_of_a_class_latent_shows_every_class():
     assert np.allclose(grid[:7, 0], np.linspace(-1, 1, 7)) and not grid[:70, 10].any()
 
 
+def test_a_traversal_grid_captions_each_image_with_the_swept_value_or_class(tmp_path):
+    from PIL import Image
+
+    from ident3d.render.traverse import CAPTION_HEIGHT, LABEL_WIDTH, column_captions, compose_grid
+    from ident3d.variants import get_variant
+
+    captions = column_captions(get_variant("objects"), 7)
+    assert captions[0] == ["-1.00", "-0.67", "-0.33", "+0.00", "+0.33", "+0.67", "+1.00"]
+    assert captions[-1][0] == "teapot" and len(set(captions[-1])) == 7  # every class by name
+    tiles = []
+    for i in range(2 * 3):  # two rows of three plain 32 px tiles
+        tiles.append(tmp_path / f"{i}.png")
+        Image.new("RGB", (32, 32), (200, 200, 255)).save(tiles[-1])
+    sheet = np.asarray(compose_grid(tiles, 3, ["a", "b"], [["-1", "0", "+1"], ["x", "y", "z"]]))
+    assert sheet.shape == (2 * (32 + CAPTION_HEIGHT), LABEL_WIDTH + 3 * 32, 3)
+    for row in range(2):  # dark caption text in the strip under every image
+        strip = sheet[row * (32 + CAPTION_HEIGHT) + 32:(row + 1) * (32 + CAPTION_HEIGHT)]
+        for col in range(3):
+            assert (strip[:, LABEL_WIDTH + 32 * col:LABEL_WIDTH + 32 * (col + 1)] < 128).any(), (row, col)
+
+
 def test_every_quantity_can_be_driven_and_the_help_lists_the_builtins():
     from ident3d.cli.arguments import VARIANT_HELP
 
