@@ -26,7 +26,7 @@ from typing import Any
 from ident3d import atomic
 from ident3d.baselines.experiment import Run, load_experiment, safe_name
 from ident3d.baselines.relations import PAGE
-from ident3d.charts import PALETTE, Chart, ticks, write_figures
+from ident3d.charts import DASHED, DOTTED, PALETTE, Chart, ticks, write_figures
 from ident3d.tracks import get_track
 from ident3d.variants import get_variant
 
@@ -103,10 +103,12 @@ def curve_chart(curve: dict[str, Any]) -> Chart:
     chart.y_grid([0.0, 0.25, 0.5, 0.75, 1.0], "held-out linear R² (%)", percent=True)
     chart.x_labels(ticks(budget["steps"], 6), "training step")
     for j, factor in enumerate(curve["factors"]):
-        colour = PALETTE[j % len(PALETTE)]
-        chart.key(chart.left + 132 * (j % 5), 24 + 16 * (j // 5), colour, factor)
+        # solid, dashed and dotted in turn: latents that stay at 0 (often the three rotations, which
+        # are neighbours) remain told apart where their lines coincide
+        colour, dash = PALETTE[j % len(PALETTE)], (None, DASHED, DOTTED)[j % 3]
+        chart.key(chart.left + 132 * (j % 5), 24 + 16 * (j // 5), colour, factor, dash=dash, line=True)
         chart.line([(p["step"], max(0.0, p["linear_r2_per_latent"][j])) for p in curve["points"]], colour,
-                   dots=True)
+                   dots=True, dash=dash)
     return chart
 
 

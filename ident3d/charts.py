@@ -50,23 +50,38 @@ class _Line:
     dashed: bool = False
 
     def svg(self) -> str:
-        dash = ' stroke-dasharray="5 4"' if self.dashed else ""
+        dash = f' stroke-dasharray="{DASHED[0]:g} {DASHED[1]:g}"' if self.dashed else ""
         return (f'<line x1="{_n(self.x1)}" x2="{_n(self.x2)}" y1="{_n(self.y1)}" y2="{_n(self.y2)}" '
                 f'stroke="{self.colour}"{dash}/>')
 
     def draw(self, canvas: _Canvas) -> None:
-        if not self.dashed:
-            canvas.draw.line(canvas.points([(self.x1, self.y1), (self.x2, self.y2)]), self.colour,
-                             width=canvas.scale)
-            return
-        length = math.hypot(self.x2 - self.x1, self.y2 - self.y1)
+        ends = ((self.x1, self.y1), (self.x2, self.y2))
+        for piece in _dash_pieces(ends, DASHED if self.dashed else None):
+            canvas.draw.line(canvas.points(piece), self.colour, width=canvas.scale)
 
-        def along(distance: float) -> tuple[float, float]:
-            share = min(distance, length) / length
-            return self.x1 + share * (self.x2 - self.x1), self.y1 + share * (self.y2 - self.y1)
 
-        for start in range(0, math.ceil(length), 9):  # 5 drawn, 4 left out, as the SVG's dash array
-            canvas.draw.line(canvas.points([along(start), along(start + 5)]), self.colour, width=canvas.scale)
+DASHED, DOTTED = (5.0, 4.0), (1.5, 3.0)  # (drawn, left out) along a line, as an SVG dash array
+
+
+def _dash_pieces(points: Sequence[tuple[float, float]], dash: tuple[float, float] | None
+                 ) -> list[tuple[tuple[float, float], ...]]:
+    """The drawn pieces of a polyline under a dash pattern, the pattern running on across its
+    corners (as SVG draws it); without a pattern, the polyline itself."""
+    if dash is None:
+        return [tuple(points)]
+    on, off = dash
+    pieces, phase = [], 0.0  # how far into the current (on + off) period the walk is
+    for (x1, y1), (x2, y2) in zip(points[:-1], points[1:], strict=True):
+        length, done = math.hypot(x2 - x1, y2 - y1), 0.0
+        while done < length:
+            drawing = phase < on
+            step = min((on if drawing else on + off) - phase, length - done)
+            if drawing:
+                a, b = done / length, (done + step) / length
+                pieces.append(((x1 + a * (x2 - x1), y1 + a * (y2 - y1)),
+                               (x1 + b * (x2 - x1), y1 + b * (y2 - y1))))
+            done, phase = done + step, (phase + step) % (on + off)
+    return pieces
 
 
 @dataclass(frozen=True)
@@ -123,14 +138,18 @@ def _draw_text(image: Image.Image, at: tuple[float, float], text: str, canvas: _
 class _Polyline:
     points: tuple[tuple[float, float], ...]
     colour: str
+    dash: tuple[float, float] | None = None  # DASHED, DOTTED or None (solid)
 
     def svg(self) -> str:
         coordinates = " ".join(f"{a:.1f},{b:.1f}" for a, b in self.points)
-        return f'<polyline fill="none" stroke="{self.colour}" stroke-width="1.8" points="{coordinates}"/>'
+        dash = f' stroke-dasharray="{self.dash[0]:g} {self.dash[1]:g}"' if self.dash else ""
+        return (f'<polyline fill="none" stroke="{self.colour}" stroke-width="1.8"{dash} '
+                f'points="{coordinates}"/>')
 
     def draw(self, canvas: _Canvas) -> None:
-        canvas.draw.line(canvas.points(self.points), self.colour, width=round(1.8 * canvas.scale),
-                         joint="curve")
+        for piece in _dash_pieces(self.points, self.dash):
+            canvas.draw.line(canvas.points(piece), self.colour, width=round(1.8 * canvas.scale),
+                             joint="curve")
 
 
 @dataclass(frozen=True)
@@ -246,9 +265,12 @@ class Chart:
         labels are the axis)."""
         self.axes["x"] = axis
 
-    def line(self, points: list[tuple[float, float]], colour: str, dots: bool = False) -> None:
+    def line(self, points: list[tuple[float, float]], colour: str, dots: bool = False,
+             dash: tuple[float, float] | None = None) -> None:
+        """A line through ``points`` (data coordinates); ``dash`` (DASHED, DOTTED) tells apart lines
+        that may lie on one another."""
         placed = tuple((self.x(a), self.y(b)) for a, b in points)
-        self.marks.append(_Polyline(placed, colour))
+        self.marks.append(_Polyline(placed, colour, dash))
         if dots:
             self.marks += [_Circle(a, b, colour) for a, b in placed]
 
@@ -260,9 +282,13 @@ class Chart:
         """A bar from 0 to ``value``; ``left`` and ``width`` in pixels."""
         self.marks.append(_Rect(float(left), self.y(value), float(width), self.y(0) - self.y(value), colour))
 
-    def key(self, left: float, top: float, colour: str, text: str) -> None:
-        """A legend entry: a colour swatch and its text, in pixels."""
-        self.marks += [_Rect(left, top, 10, 10, colour), _Text(left + 14, top + 9, text)]
+    def key(self, left: float, top: float, colour: str, text: str, dash: tuple[float, float] | None = None,
+            line: bool = False) -> None:
+        """A legend entry in pixels: a colour swatch, or with ``line`` a stroke drawn as its line is
+        (``dash``), and its text."""
+        swatch = _Polyline(((left, top + 5), (left + 18, top + 5)), colour, dash) if line \
+            else _Rect(left, top, 10, 10, colour)
+        self.marks += [swatch, _Text(left + (22 if line else 14), top + 9, text)]
 
     def slanted(self, x: float, text: str) -> None:
         """A category label under the plot, slanted; ``x`` in pixels."""

@@ -84,3 +84,17 @@ def test_write_figures_keeps_exactly_the_figures_made(tmp_path):
     write_figures(folder, {"a.svg": chart.svg(), "a.png": chart.png()})
     assert sorted(p.name for p in folder.iterdir()) == ["a.png", "a.svg", "notes.md"]
     assert (folder / "a.svg").read_text() == chart.svg() and png_source(folder / "a.png") == chart.digest()
+
+
+def test_lines_on_one_another_stay_told_apart_by_their_dashes():
+    from ident3d.charts import DASHED, DOTTED
+
+    chart = Chart("three latents at zero", x_max=10, y_max=1.0, width=200, height=120)
+    for colour, dash in zip(PALETTE[:3], (None, DASHED, DOTTED), strict=True):
+        chart.line([(0, 0.5), (5, 0.5), (10, 0.5)], colour, dash=dash)
+    svg = chart.svg()
+    assert 'stroke-dasharray="5 4"' in svg and 'stroke-dasharray="1.5 3"' in svg
+    image = np.asarray(Image.open(io.BytesIO(chart.png(scale=2))).convert("RGB"))
+    for colour in PALETTE[:3]:  # the solid line drawn first still shows through the others' gaps
+        rgb = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        assert (image == rgb).all(axis=-1).sum() > 20, colour

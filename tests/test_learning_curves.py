@@ -71,7 +71,8 @@ def test_a_runs_logged_evaluations_become_its_curve_figure_and_table(tmp_path):
     assert row.startswith(f"| mean | {100 * (first + 0.01):.1f} ± {100 * 0.02 / 2 ** 0.5:.1f} | — |")
 
     svg = curve_chart(curve).svg()
-    assert svg.count("<polyline") == 10 and svg.count("<circle") == 30 and "logged to step 6 of 6" in svg
+    assert svg.count("<polyline") == 20 and svg.count("<circle") == 30  # a line and its key per latent
+    assert "logged to step 6 of 6" in svg
     made = figures([curve, twin])  # the overview: one line per run, one key per group
     assert set(made) == {"overview.png", "tiny-curve.png", "tiny-curve-s1.png"}
     assert made["overview.png"].svg().count("<polyline") == 2 and "2 seeds" in made["overview.png"].svg()
