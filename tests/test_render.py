@@ -252,11 +252,14 @@ def test_traverse_cli_writes_a_labelled_grid_with_one_row_per_latent(tmp_path):
                              "--steps", "3", "--resolution", "32", "--samples", "2"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    from ident3d.render.traverse import LABEL_WIDTH
+    from ident3d.render.traverse import CAPTION_HEIGHT, LABEL_WIDTH
 
     grid = np.asarray(Image.open(out).convert("RGB")).astype(int)
-    assert grid.shape == (10 * 32, LABEL_WIDTH + 3 * 32, 3)
-    tiles = grid[:, LABEL_WIDTH:].reshape(10, 32, 3, 32, 3).transpose(0, 2, 1, 3, 4)
+    height = 32 + CAPTION_HEIGHT  # an image, then the strip that captions it with the swept value
+    assert grid.shape == (10 * height, LABEL_WIDTH + 3 * 32, 3)
+    rows = grid[:, LABEL_WIDTH:].reshape(10, height, 3 * 32, 3)
+    assert (rows[:, 32:] < 128).any(axis=(1, 2, 3)).all(), "a row's values are not captioned"
+    tiles = rows[:, :32].reshape(10, 32, 3, 32, 3).transpose(0, 2, 1, 3, 4)
     for row in range(10):  # the centre column is the base latent in every row: same pixels
         np.testing.assert_array_equal(tiles[row, 1], tiles[0, 1])
         assert np.abs(tiles[row, 0] - tiles[row, 2]).mean() > 0.5, f"row {row} does not change"
