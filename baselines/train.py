@@ -72,7 +72,8 @@ def cpu_cost_note(config: TrainConfig, image_side: int, device: torch.device) ->
     if seconds < CPU_NOTE_SECONDS:
         return None
     return (f"{config.iterations:,} steps of {per_step} images of {image_side} px on a CPU: about "
-            f"{seconds / 3600:.1f} hours on 2 cores (about {CPU_IMAGES_PER_S_224:.0f} images/s at 224 px). "
+            f"{seconds / 3600:.1f} hours on 2 idle cores, more beside other work (about "
+            f"{CPU_IMAGES_PER_S_224:.0f} images/s at 224 px). "
             "For minutes, train on 64 px data (ident3d render --preset preview ..., README quickstart 1); "
             "for this size, a GPU (--device cuda).")
 
