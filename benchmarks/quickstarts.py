@@ -48,7 +48,10 @@ def bash_commands(block: str) -> list[str]:
 def quickstarts(text: str) -> list[Quickstart]:
     """The numbered ``### N. Title (time)`` sections of the README, each with its code blocks."""
     heads = list(HEADING.finditer(text))
-    ends = [h.start() for h in heads[1:]] + [text.find("\n## ", heads[-1].end()) if heads else 0]
+    if not heads:
+        return []
+    after = text.find("\n## ", heads[-1].end())  # the last quickstart ends at the next section
+    ends = [h.start() for h in heads[1:]] + [after if after >= 0 else len(text)]
     return [Quickstart(int(h[1]), h[2], h[3], tuple(code_blocks(text[h.end():end])))
             for h, end in zip(heads, ends, strict=True)]
 
