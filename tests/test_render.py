@@ -357,3 +357,68 @@ def test_a_killed_worker_ends_the_job_and_the_rerun_finishes_it(tmp_path):
     assert job.returncode == 1 and err.strip().startswith("error: a render worker died"), err
     assert cli(*args).returncode == 0
     assert len(list(images.glob("[!.]*.png"))) == 300
+
+
+
+@pytest.fixture(scope="module")
+def six_images(tmp_path_factory) -> Path:
+    """A finished 6-image split to grow (read-only: copy it before changing it)."""
+    root = tmp_path_factory.mktemp("six")
+    render(root, n=6)
+    return root / "train"
+
+
+def test_a_grown_split_is_the_larger_render_reuses_the_old_images_and_never_writes_the_source(
+        tmp_path, six_images):
+    import shutil
+
+    grown, source = tmp_path / "grown", tmp_path / "small/train"
+    shutil.copytree(six_images, source)
+    SplitLayout(source.parent, "train").image(4, 1).write_bytes(b"not the image the manifest names")
+    before = {p.name: p.read_bytes() for p in sorted(source.rglob("*")) if p.is_file()}
+    args = ("--data", str(grown), "--n", "11", "--grow-from", str(source))
+    result = subprocess.run([sys.executable, "-m", "ident3d.cli", "render", *args],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "reused 5 image(s)" in result.stdout
+    assert "4.png" in result.stderr and "differ from its manifest" in result.stderr  # rendered anew
+    assert {p.name: p.read_bytes() for p in sorted(source.rglob("*")) if p.is_file()} == before
+    assert os.stat(grown / "train/images/00.png").st_ino == os.stat(source / "images/0.png").st_ino
+    render(tmp_path / "direct", n=11)  # the same split rendered at its full size in one go
+    np.testing.assert_array_equal(pixels(grown), pixels(tmp_path / "direct"))
+    ours, theirs = (json.loads((root / "train/manifest.json").read_text())
+                    for root in (grown, tmp_path / "direct"))
+    assert ours == theirs
+    assert not list((grown / "train/images").glob(".*"))
+    again = cli(*args)  # resuming a finished growth renders nothing and changes nothing
+    assert again.returncode == 0, again.stderr
+    assert json.loads((grown / "train/manifest.json").read_text()) == theirs
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("--n", "11", "--seed", "3"), "--seed would change them"),
+    (("--n", "4"), "already holds 6 images"),
+    ((), "needs --n"),
+    (("--n", "11", "--data", "SOURCE_ROOT", "--split", "train"), "never in place"),
+])
+def test_growing_refuses_what_would_change_or_overwrite_the_data(tmp_path, six_images, args, fragment):
+    args = tuple(str(six_images.parent) if a == "SOURCE_ROOT" else a for a in args)
+    data = () if "--data" in args else ("--data", str(tmp_path / "grown"))
+    result = cli(*data, "--grow-from", str(six_images), *args)
+    assert result.returncode != 0 and fragment in result.stderr, result.stderr
+    assert result.stderr.count("error:") == 1
+    assert not (tmp_path / "grown").exists()
+
+
+def test_a_paired_split_grows_by_pairs_with_the_same_positives(tmp_path):
+    from ident3d.render.grow import plan_growth, reuse_images
+
+    pairs = {"conditional": "laplace", "scale": 0.05, "beta": None}
+    render_split(plan_job(tmp_path / "small", "train", n=2, seed=4, variant="v2", settings=TINY,
+                          pairs=pairs), progress=False)
+    job = plan_growth(tmp_path / "small/train", tmp_path / "grown", "train", n=3)
+    assert reuse_images(job, tmp_path / "small/train") == 4
+    manifest = json.loads(render_split(job, progress=False).read_text())
+    assert manifest["n"] == 6 and manifest["pairs"]["conditional"] == "laplace"
+    direct = plan_job(tmp_path / "unused", "train", n=3, seed=4, variant="v2", settings=TINY, pairs=pairs)
+    np.testing.assert_array_equal(np.load(tmp_path / "grown/train/raw_latents.npy"), direct.raw)

@@ -22,7 +22,8 @@ EXAMPLE = ("ident3d render --data data/3dident --split train --n 1000 --seed 0 -
            "  ident3d render --track 3dident-v2-64 --split test --data data/cpu-track --workers 2\n"
            "  ident3d render --data data/3dident --split train --n 250000 --shard 3/64   # Slurm array\n"
            "  ident3d render --data data/3dident --split train --finalize\n"
-           "  ident3d render --data data/paired --split train --n 20000 --pairs --scale 0.05   # exact pairs")
+           "  ident3d render --data data/paired --split train --n 20000 --pairs --scale 0.05  # exact pairs\n"
+           "  ident3d render --data data/preview-4k --split train --n 4000 --grow-from data/preview/train")
 
 
 def shard_arg(text: str) -> tuple[int, int]:
@@ -78,6 +79,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", help="connect to this Ray cluster instead of starting one")
     p.add_argument("--shard", type=shard_arg, default=(0, 1), metavar="I/N",
                    help="render only shard I of N (for job arrays); finalizes when all exist")
+    p.add_argument("--grow-from", type=Path, metavar="SPLIT_FOLDER",
+                   help="render this finished split grown to --n images (pairs for a paired split) into "
+                        "--data/--split: the same variant, seed and settings, its images reused (linked), "
+                        "only the new ones rendered; the source is never written")
     p.add_argument("--finalize", action="store_true",
                    help="only merge finished shards of --data/--split into manifest.json")
 
@@ -102,6 +107,29 @@ def track_job(args: argparse.Namespace):
     return plan_track_job(args.data, track, args.split, args.device)
 
 
+def growth_job(args: argparse.Namespace):
+    """The job of a grown split; flags that would change its data are refused."""
+    from ident3d.errors import RenderError
+    from ident3d.render.grow import plan_growth, reuse_images
+
+    clashes = [flag for flag, value in (("--track", args.track), ("--seed", args.seed),
+                                        ("--variant", args.variant), ("--preset", args.preset),
+                                        ("--resolution", args.resolution), ("--samples", args.samples),
+                                        ("--latents", args.latents), ("--pairs", args.pairs or None))
+               if value is not None]
+    if clashes:
+        raise RenderError(f"--grow-from {args.grow_from} takes the data's settings from that split; "
+                          f"{', '.join(clashes)} would change them. Fix: drop those flags.")
+    if args.n is None:
+        raise RenderError(f"--grow-from {args.grow_from} needs --n, the size of the grown split. "
+                          "Fix: add --n N.")
+    job = plan_growth(args.grow_from, args.data, args.split, args.n, args.device)
+    reused = reuse_images(job, args.grow_from)
+    if not args.quiet:
+        print(f"reused {reused} image(s) of {args.grow_from}; rendering the rest")
+    return job
+
+
 def run(args: argparse.Namespace) -> int:
     from ident3d.layout import SplitLayout
     from ident3d.render.job import finalize, plan_job, render_split
@@ -111,7 +139,9 @@ def run(args: argparse.Namespace) -> int:
     if args.finalize:
         print(finalize(SplitLayout(args.data, args.split)))
         return 0
-    if args.track:
+    if args.grow_from:
+        job = growth_job(args)
+    elif args.track:
         job = track_job(args)
     else:
         settings = resolve_settings(args.preset or "standard", args.resolution, args.samples,
