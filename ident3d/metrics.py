@@ -63,6 +63,12 @@ def _rbf(a: np.ndarray, b: np.ndarray, gamma: float) -> np.ndarray:
     return np.exp(-gamma * cdist(a, b, "sqeuclidean"))
 
 
+def _rbf_of(squared_distances: np.ndarray, gamma: float) -> np.ndarray:
+    """``_rbf`` from distances already computed: ``cdist`` computes each pair alone, so a block of the
+    whole matrix holds the same bits as ``cdist`` of the block's rows."""
+    return np.exp(-gamma * squared_distances)
+
+
 def _ridge_solve(kernel: np.ndarray, targets: np.ndarray, alpha: float) -> np.ndarray:
     k = kernel + alpha * np.eye(len(kernel))
     try:
@@ -90,11 +96,14 @@ def nonlinear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_sc
     folds = np.array_split(rng.permutation(len(a)), KERNEL_FOLDS)
     grid = [(alpha, gamma) for gamma in KERNEL_GAMMAS for alpha in KERNEL_ALPHAS]
     cv = np.zeros((len(grid), y.shape[1]))
+    fit_distances = cdist(a, a, "sqeuclidean")  # once: every fold and gamma reads blocks of it
     for fold in folds:
         train = np.setdiff1d(np.arange(len(a)), fold)
+        train_distances = fit_distances[np.ix_(train, train)]
+        test_distances = fit_distances[np.ix_(fold, train)]
         for g, gamma in enumerate(KERNEL_GAMMAS):
-            k_train = _rbf(a[train], a[train], gamma / d)
-            k_test = _rbf(a[fold], a[train], gamma / d)
+            k_train = _rbf_of(train_distances, gamma / d)
+            k_test = _rbf_of(test_distances, gamma / d)
             y_mean = y[train].mean(0)
             for j, alpha in enumerate(KERNEL_ALPHAS):
                 coef = _ridge_solve(k_train, y[train] - y_mean, alpha)
@@ -105,7 +114,7 @@ def nonlinear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_sc
     for choice in np.unique(best):
         alpha, gamma = grid[choice]
         latents = np.flatnonzero(best == choice)
-        coef = _ridge_solve(_rbf(a, a, gamma / d), y[:, latents] - y_mean[latents], alpha)
+        coef = _ridge_solve(_rbf_of(fit_distances, gamma / d), y[:, latents] - y_mean[latents], alpha)
         prediction = _rbf(b, a, gamma / d) @ coef + y_mean[latents]
         scores[latents] = r2_per_latent(z_score[:, latents].astype(np.float64), prediction)
     chosen = [{"alpha": grid[c][0], "gamma": float(grid[c][1])} for c in best]
