@@ -1,3 +1,4 @@
+import fcntl
 import hashlib
 import io
 import json
@@ -49,15 +50,19 @@ def cpu_track_data(blender_home) -> Path:
     if importlib.util.find_spec("bpy") is None:  # never imported here: bpy puts its own folders on
         pytest.skip('needs bpy: pip install "ident3d[render]"')  # sys.path, which render workers inherit
     cached = TEST_CACHE / f"cpu-track-{pixel_key()}"
-    if not (cached / "test/manifest.json").exists():
-        from ident3d.render.job import plan_track_job, render_split
-        from ident3d.tracks import get_track
+    TEST_CACHE.mkdir(parents=True, exist_ok=True)
+    with open(TEST_CACHE / ".lock", "w") as lock:  # pytest-xdist workers: one renders, the others wait
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (cached / "test/manifest.json").exists():
+            from ident3d.render.job import plan_track_job, render_split
+            from ident3d.tracks import get_track
 
-        building = TEST_CACHE / f".cpu-track-{os.getpid()}"
-        shutil.rmtree(building, ignore_errors=True)
-        render_split(plan_track_job(building, get_track("3dident-v2-64"), "test"), workers=2, progress=False)
-        shutil.rmtree(cached, ignore_errors=True)  # a half-copied earlier attempt
-        os.rename(building, cached)
+            building = TEST_CACHE / f".cpu-track-{os.getpid()}"
+            shutil.rmtree(building, ignore_errors=True)
+            render_split(plan_track_job(building, get_track("3dident-v2-64"), "test"), workers=2,
+                         progress=False)
+            shutil.rmtree(cached, ignore_errors=True)  # a half-copied earlier attempt
+            os.rename(building, cached)
     return cached
 
 
