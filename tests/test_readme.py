@@ -4,11 +4,12 @@ earlier page is not run again (the README's quickstarts repeat lines of the guid
 
 Only sizes are shrunk, mostly by appending flags (argparse keeps the last value), so the pages
 show real commands: renders use the preview preset at 64 px with 24 images (a shard I/N becomes
-I/1) except track renders, which find the CPU track's whole 5,000-image test split already there
-(copied from the session's cached render, ``cpu_track_data`` in conftest.py, which the page's own
-``verify --track`` line proves to be the track's by re-rendering a random sample); training runs 2
-steps on CPU, downloads come from a fake Zenodo record on 127.0.0.1, and leaderboard commands write
-into the scratch folder instead of the repository. `make demo` is run by test_demo.py (as `ident3d
+I/1; a split grown from one of them gets 30) except track renders, which find the CPU track's
+whole 5,000-image test split already there (copied from the session's cached render,
+``cpu_track_data`` in conftest.py, which the page's own ``verify --track`` line proves to be the
+track's by re-rendering a random sample); training runs 2 steps on CPU, downloads come from a fake
+Zenodo record on 127.0.0.1, and leaderboard commands write into the scratch folder instead of the
+repository. `make demo` is run by test_demo.py (as `ident3d
 demo`) and `make test` is this suite itself; no other line is skipped.
 The hour-long reproduction commands sit in `text` blocks: documented, not CI's to run. The bundle
 the README's `ident3d publish` writes (the CPU track's test split) is checked as the Croissant
@@ -45,7 +46,8 @@ def shrink(argv: list[str], scratch: Path, zenodo_url: str) -> list[str]:
     """Append the flags that make a README command small enough for CI."""
     verb = argv[1]
     previous = [None, *argv[:-1]]
-    argv = ["24" if flag == "--n" else re.sub(r"/\d+$", "/1", a) if flag == "--shard" else a
+    size = "30" if "--grow-from" in argv else "24"  # a grown split is larger than the 24 it grows from
+    argv = [size if flag == "--n" else re.sub(r"/\d+$", "/1", a) if flag == "--shard" else a
             for flag, a in zip(previous, argv, strict=True)]
     extra = {
         "render": ["--preset", "preview", "--samples", "1", "--workers", "2"],
@@ -53,7 +55,7 @@ def shrink(argv: list[str], scratch: Path, zenodo_url: str) -> list[str]:
         "train": ["--iterations", "2", "--batch-size", "8", "--device", "cpu"],
         "download": ["--record", "999", "--base-url", zenodo_url],
     }.get(verb, leaderboard_flags(argv, scratch))
-    if "--finalize" in argv or "--track" in argv:  # a track's split is rendered as the track defines it
+    if {"--finalize", "--track", "--grow-from"} & set(argv):  # a track's or a source split's settings
         extra = []
     return argv + extra
 
