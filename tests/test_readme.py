@@ -9,8 +9,8 @@ whole 5,000-image test split already there (copied from the session's cached ren
 ``cpu_track_data`` in conftest.py, which the page's own ``verify --track`` line proves to be the
 track's by re-rendering a random sample); training runs 2 steps on CPU, downloads come from a fake
 Zenodo record on 127.0.0.1, and leaderboard commands write into the scratch folder instead of the
-repository. `make demo` is run by test_demo.py (as `ident3d
-demo`) and `make test` is this suite itself; no other line is skipped.
+repository. `make demo` is run by test_demo.py (as `ident3d demo`) and `make test` is this suite
+itself; no other line is skipped.
 The hour-long reproduction commands sit in `text` blocks: documented, not CI's to run. The bundle
 the README's `ident3d publish` writes (the CPU track's test split) is checked as the Croissant
 validator checks it. Then every example in the docstrings of the API page (docs/api.md) runs on the
