@@ -70,7 +70,8 @@ def _rbf_of(squared_distances: np.ndarray, gamma: float) -> np.ndarray:
 
 
 def _ridge_solve(kernel: np.ndarray, targets: np.ndarray, alpha: float) -> np.ndarray:
-    k = kernel + alpha * np.eye(len(kernel))
+    k = kernel.copy()
+    k.flat[::len(k) + 1] += alpha  # the same bits as kernel + alpha * I: x + 0.0 is x off the diagonal
     try:
         return cho_solve(cho_factor(k), targets)
     except LinAlgError:  # numerically singular for tiny alpha: fall back to least squares
