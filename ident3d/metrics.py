@@ -60,7 +60,7 @@ def linear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray,
 
 
 def _rbf(a: np.ndarray, b: np.ndarray, gamma: float) -> np.ndarray:
-    return np.exp(-gamma * cdist(a, b, "sqeuclidean"))
+    return _rbf_of(cdist(a, b, "sqeuclidean"), gamma)
 
 
 def _rbf_of(squared_distances: np.ndarray, gamma: float) -> np.ndarray:

@@ -71,14 +71,38 @@ def _source_manifest(layout: SplitLayout) -> dict:
         raise RenderError(f"{layout.folder}: no manifest.json, so it is not a finished split. Fix: "
                           "pass a split folder such as data/preview/train, or finish its render first.")
     manifest = read_manifest(layout.manifest)
-    if manifest.get("renderer", {}).get("name") != "ident3d.render":
+    renderer, seeds = manifest.get("renderer"), manifest.get("seeds")
+    if not isinstance(renderer, dict) or renderer.get("name") != "ident3d.render":
         raise RenderError(f"{layout.folder} was not rendered by ident3d, so it cannot be grown. Fix: "
                           "render a new split of the size you need with `ident3d render`.")
-    if manifest.get("seeds", {}).get("latents") is None:
+    if not _well_formed(manifest):
+        raise RenderError(f"{layout.manifest}: n, padding, seeds, render_settings, files or "
+                          "raw_latents_sha256 is missing or of the wrong type. Fix: restore the manifest, "
+                          "or render a new split of the size you need.")
+    if seeds["latents"] is None:
         raise RenderError(f"{layout.folder} was rendered from a --latents file, not a seed, so there is "
                           "no larger draw to grow it into. Fix: render the extra rows from their own "
                           "latents file into a new split.")
     return manifest
+
+
+def _well_formed(manifest: dict) -> bool:
+    """The fields growing reads, each of the type a render writes (a crafted manifest gets one line)."""
+    def whole(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    seeds, settings = manifest.get("seeds"), manifest.get("render_settings")
+    if not (whole(manifest.get("n")) and whole(manifest.get("padding")) and isinstance(seeds, dict)
+            and (seeds.get("latents") is None or whole(seeds.get("latents"))) and isinstance(settings, dict)
+            and isinstance(manifest.get("files"), dict)
+            and isinstance(manifest.get("raw_latents_sha256"), str)
+            and isinstance(manifest.get("pairs", {}), dict)):
+        return False
+    try:
+        RenderSettings(**settings)
+    except (TypeError, RenderError):
+        return False
+    return True
 
 
 def reuse_images(job: RenderJob, source: Path) -> int:

@@ -422,3 +422,17 @@ def test_a_paired_split_grows_by_pairs_with_the_same_positives(tmp_path):
     assert manifest["n"] == 6 and manifest["pairs"]["conditional"] == "laplace"
     direct = plan_job(tmp_path / "unused", "train", n=3, seed=4, variant="v2", settings=TINY, pairs=pairs)
     np.testing.assert_array_equal(np.load(tmp_path / "grown/train/raw_latents.npy"), direct.raw)
+
+
+@pytest.mark.parametrize("field, value", [("n", "6"), ("seeds", None), ("render_settings", {"bogus": 1}),
+                                          ("files", []), ("renderer", "ident3d.render")])
+def test_a_crafted_source_manifest_gets_one_line_and_nothing_is_written(tmp_path, six_images, field, value):
+    import shutil
+
+    source = tmp_path / "small/train"
+    shutil.copytree(six_images, source)
+    manifest = json.loads((source / "manifest.json").read_text())
+    (source / "manifest.json").write_text(json.dumps({**manifest, field: value}))
+    result = cli("--data", str(tmp_path / "grown"), "--n", "11", "--grow-from", str(source))
+    assert result.returncode != 0 and result.stderr.count("error:") == 1, result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "grown").exists()
