@@ -4,17 +4,13 @@ Importing this package loads nothing else: every name below is imported on first
 sandbox process that runs submitted models starts faster for it). It never imports
 ``ident3d.render``, ``ident3d.baselines`` or ``ident3d.leaderboard``.
 
-Those three rooms live beside ``ident3d/`` in the repository and inside it in the wheel. In a source
-checkout (an editable install, or the tests) this package's search path also holds the repository
-root, so that ``ident3d.render`` is the folder ``render/`` there; an installed wheel needs nothing.
+Those three rooms live beside ``ident3d/`` in the repository and are reached through the symbolic
+links ``ident3d/render``, ``ident3d/baselines`` and ``ident3d/leaderboard``; the wheel stores their
+files under ``ident3d/``. Either way this package's search path is its own folder only, so there is
+one copy of every module (``ident3d.ident3d`` does not exist).
 """
 
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-
-_CHECKOUT = Path(__file__).resolve().parent.parent
-if not (Path(__file__).parent / "render").is_dir() and (_CHECKOUT / "render" / "job.py").is_file():
-    __path__.append(str(_CHECKOUT))  # noqa: F821 (the package's own search path)
 
 try:
     __version__ = version("ident3d")

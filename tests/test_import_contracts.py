@@ -102,6 +102,32 @@ def test_the_old_name_still_imports_in_a_checkout_with_a_warning():
     assert done.returncode != 0 and "import ident3d.leaderboard instead" in done.stderr
 
 
+def resolves_in_the_tree(module: str) -> bool:
+    """Whether ``module`` is a file or package under ROOT the way a static tool finds it: by path."""
+    base = ROOT.joinpath(*module.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def test_every_ident3d_import_resolves_by_path_alone():
+    """No import hook is needed to find a module: editors, pyright and the wheel builder see the tree."""
+    unresolved = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+                  for folder in ("ident3d", *ROOMS, "tests", "benchmarks")
+                  for path in sorted((ROOT / folder).rglob("*.py"))
+                  for line, module in all_imports(path)
+                  if module.split(".")[0] == "ident3d" and not resolves_in_the_tree(module)
+                  and not resolves_in_the_tree(module.rpartition(".")[0])]  # `import a.b.name` is rare
+    assert unresolved == []
+
+
+def test_the_rooms_are_links_so_every_module_has_one_copy():
+    assert [(ROOT / "ident3d" / room).resolve() for room in ROOMS] == [ROOT / room for room in ROOMS]
+    probe = ("import ident3d, ident3d.errors, ident3d.render.job, importlib.util\n"
+             "print(ident3d.__path__, importlib.util.find_spec('ident3d.ident3d'))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [f"[{str(ROOT / 'ident3d')!r}]", "None"]
+
+
 @pytest.mark.slow
 def test_the_wheel_installs_one_import_name(tmp_path):
     import zipfile
@@ -116,10 +142,38 @@ def test_the_wheel_installs_one_import_name(tmp_path):
             "ident3d/baselines/presets/normal-box.toml"} <= set(names)
     assert not [n for n in names if "/." in n or n.endswith(".sh")]  # no hidden files, no scripts
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
-    probe = ("import ident3d, ident3d.render.job, ident3d.leaderboard.build, ident3d.baselines.config; "
-             "print(ident3d.__path__, ident3d.render.job.__file__)")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
-                          env={**__import__("os").environ, "PYTHONPATH": str(tmp_path / "site")})
-    assert done.returncode == 0, done.stderr
-    paths, job = done.stdout.rsplit(" ", 1)
+    modules = module_names([n for n in names if n.endswith(".py")])
+    paths, job = import_every_module(modules, cwd=tmp_path, pythonpath=tmp_path / "site").rsplit(" ", 1)
     assert str(ROOT) not in paths and job.strip().startswith(str(tmp_path / "site"))
+    assert modules == module_names([p.relative_to(ROOT).as_posix() for p in source_files()])
+
+
+def source_files() -> list[Path]:
+    return [ROOT / "ident3d" / p.relative_to(ROOT).as_posix().removeprefix("ident3d/")
+            for folder in ("ident3d", *ROOMS) for p in (ROOT / folder).rglob("*.py")
+            if "__pycache__" not in p.parts]
+
+
+def module_names(files: list[str]) -> list[str]:
+    """Dotted names of .py files under ident3d/ (``__main__`` runs the command line, so it is left out)."""
+    return sorted(f.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+                  for f in files if f.startswith("ident3d/") and not f.endswith("__main__.py"))
+
+
+def import_every_module(modules: list[str], cwd: Path, pythonpath: Path | None = None) -> str:
+    """Import ``modules`` in a fresh Python; returns what it prints: ident3d's search path and a file."""
+    import os
+
+    env = {**os.environ, **({"PYTHONPATH": str(pythonpath)} if pythonpath else {})}
+    probe = (f"import importlib, ident3d\nfor name in {modules!r}:\n    importlib.import_module(name)\n"
+             "print(ident3d.__path__, ident3d.render.job.__file__)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_every_module_imports_from_the_source_tree():
+    modules = module_names([p.relative_to(ROOT).as_posix() for p in source_files()])
+    assert {name.split(".")[1] for name in modules if name.count(".") > 1} >= {*ROOMS, "cli", "sandbox"}
+    assert import_every_module(modules, cwd=ROOT).startswith(f"[{str(ROOT / 'ident3d')!r}]")
