@@ -27,8 +27,8 @@ from ident3d import metrics
 from ident3d.baselines.train import export_program
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
-from ident3d.evaluation import score
 from ident3d.inference import Runner
+from ident3d.protocols import PER_LATENT, REGISTRY
 from ident3d.sandbox.loading import program_module
 from ident3d.sandbox.pt2_reader import read_archive
 from ident3d.submissions import Standardisation, check_features
@@ -101,9 +101,8 @@ def encoding_table(n_images: int) -> None:
             h, rate = encode_with(run, dataset, bf16)
             setup = time.perf_counter() - start - n_images / rate
             features = check_features(h, n_images, label)
-            s = score(z, Standardisation.fit(features)(features, label), "ident3d-eval-v1")
-            values = np.concatenate([s[k] for k in ("linear_r2", "nonlinear_r2", "mcc_pearson",
-                                                     "mcc_spearman")])
+            s = REGISTRY["ident3d-eval-v1"].score(z, Standardisation.fit(features)(features, label))
+            values = np.concatenate([s.per_latent(k) for k in PER_LATENT])
             if reference is None:
                 reference, base_rate, h0 = values, rate, h
             print(f"| {label} | {setup:.1f} | {rate:.1f} | {rate / base_rate:.2f}x | "

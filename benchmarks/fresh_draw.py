@@ -27,7 +27,8 @@ from ident3d import fresh
 from ident3d.baselines.pixels import export_pixel_readout
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
-from ident3d.evaluation import evaluate, score
+from ident3d.evaluation import evaluate
+from ident3d.protocols import REGISTRY
 from ident3d.sandbox.host import ScoringProbe
 from ident3d.submissions import Standardisation, load_submission
 from ident3d.tracks import tracks
@@ -69,12 +70,13 @@ def interval_widths(data: Path) -> None:
         sub.close()
     z = split.latents.astype(np.float64)
     h = Standardisation.fit(h)(h, "pixels")
-    s = score(z, h, "ident3d-eval-v1")
-    readout = fresh.Readout(z[s["fit"]], h[s["fit"]], np.asarray(s["assignment"]), "ident3d-eval-v1")
+    protocol = REGISTRY["ident3d-eval-v1"]
+    s = protocol.score(z, h)
+    readout = fresh.Readout(z[s.fit], h[s.fit], np.asarray(s.assignment), protocol)
     print("\n| draw size N | linear R² | its 95% interval | half-width (points) | MCC half-width (points) |")
     print("|---:|---:|---|---:|---:|")
     for n in (250, 500, 1000, 2000, 2500):
-        rows = s["test"][:n]
+        rows = s.test[:n]
         means = readout.means(readout.per_latent(z[rows], h[rows]))
         boot = readout.resampled(z[rows], h[rows], fresh.BOOTSTRAP_DRAWS, np.random.default_rng(1))
         low, high = np.quantile(boot["linear_r2"], [0.025, 0.975])

@@ -1,13 +1,10 @@
-"""The standard evaluator: score an encoder on the test split with a versioned protocol.
+"""The standard evaluator: score an encoder on a split under a versioned protocol.
 
-``ident3d-eval-v1``: the whole test split in index order; inputs float32 in [0, 1] of shape
-(B, 3, H, W); the model in ``eval()`` under ``torch.inference_mode()``; a seeded half of the images
-fits the read-outs (and the MCC matching), the other half is scored.
-
-``cl-ica-2021``: the procedure of Zimmermann et al. (ICML 2021) with fixed seeds: 4096 test images
-drawn with seed 0, linear R^2 fitted on 2048 and scored on the other 2048, Pearson MCC with
-Hungarian matching on all 4096. One documented deviation: the model runs in ``eval()`` mode (the
-original left BatchNorm in training mode, which makes numbers depend on batch composition).
+The evaluator loads the split and the submission, runs the model (a model file in the sandbox) in
+``eval()`` mode on float32 images in [0, 1] of shape (B, 3, H, W), standardises the features, and
+hands latents and features to the protocol, which splits, fits and scores them
+(``ident3d.protocols``: each protocol's summary says what it computes). It then writes the result
+document, and with ``fresh`` scores a draw rendered now with the read-outs the protocol fitted.
 """
 
 from __future__ import annotations
@@ -16,7 +13,6 @@ import logging
 import platform
 import tempfile
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -30,13 +26,11 @@ from ident3d import fresh as fresh_module
 from ident3d import metrics
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent, manifest_summary
-from ident3d.dci import dci
 from ident3d.devices import resolve_device
 from ident3d.errors import DatasetError, SubmissionError
-from ident3d.extrapolation import readout_extrapolation
 from ident3d.inference import Runner
-from ident3d.ood import ood_scores, track_ood_splits
-from ident3d.protocols import COMPANIONS, get_protocol
+from ident3d.ood import track_ood_splits
+from ident3d.protocols import DEFAULT, PER_LATENT, SPLIT_SEED, ScoringProtocol, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result, validate_result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel, ScoringProbe
 from ident3d.sandbox.limits import SandboxLimits
@@ -48,9 +42,6 @@ from ident3d.submissions import (
     module_submission,
 )
 from ident3d.tracks import Track, get_track, identify
-
-SPLIT_SEED = 0
-CLICA_SAMPLE = 4096
 
 log = logging.getLogger(__name__)
 
@@ -138,48 +129,6 @@ def _unit(values: np.ndarray | None) -> list[float] | None:
     return None if values is None else [float(np.clip(v, 0.0, 1.0)) for v in values]
 
 
-def _mean(raw: np.ndarray | None, protocol: str) -> float | None:
-    """``ident3d-eval-v1`` averages the clipped per-latent values; ``cl-ica-2021`` averages the raw
-    ones as the original did (a negative R^2 pulls the mean down), then clips the mean."""
-    if raw is None:
-        return None
-    values = np.asarray(raw, np.float64) if protocol == "cl-ica-2021" else np.clip(raw, 0.0, 1.0)
-    return float(np.clip(values.mean(), 0.0, 1.0))
-
-
-def score(z: np.ndarray, h: np.ndarray, protocol: str, names: list[str] | None = None,
-          ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> dict[str, Any]:
-    """Split, fit and score per the protocol; returns per-latent lists and split sizes, and under
-    ``ident3d-eval-v1`` the companion protocols' sections (DCI, read-out extrapolation, and with
-    ``ood``, a split name -> (latents, features) mapping, the rendered OOD splits')."""
-    rng = np.random.default_rng(SPLIT_SEED)
-    if protocol == "ident3d-eval-v1":
-        order = rng.permutation(len(z))
-        fit, test = order[: len(z) // 2], order[len(z) // 2:]
-        nonlinear, kernel = metrics.nonlinear_r2(z[fit], h[fit], z[test], h[test], seed=SPLIT_SEED)
-        _, assign_p = metrics.mcc(z[fit], h[fit], "pearson")
-        _, assign_s = metrics.mcc(z[fit], h[fit], "spearman")
-        pearson, _ = metrics.mcc(z[test], h[test], "pearson", assign_p)
-        spearman, _ = metrics.mcc(z[test], h[test], "spearman", assign_s)
-        names = names or [f"latent_{j}" for j in range(z.shape[1])]
-        companions = {"dci": dci(z[fit], h[fit], z[test], h[test]),
-                      "extrapolation": readout_extrapolation(z[fit], h[fit], z[test], h[test], kernel, names)}
-        if ood:
-            companions["ood"] = ood_scores(z[fit], h[fit], z[test], h[test], kernel, names, ood)
-    elif protocol == "cl-ica-2021":
-        sample = rng.permutation(len(z))[:CLICA_SAMPLE]
-        fit, test = sample[: len(sample) // 2], sample[len(sample) // 2:]
-        pearson, assign_p = metrics.mcc(z[sample], h[sample], "pearson")
-        nonlinear = spearman = kernel = None
-        companions = {}
-    else:
-        get_protocol(protocol)  # raises, naming the known ones
-    linear = metrics.linear_r2(z[fit], h[fit], z[test], h[test])
-    return {"linear_r2": linear, "nonlinear_r2": nonlinear, "mcc_pearson": pearson,
-            "mcc_spearman": spearman, "kernel": kernel, "n_fit": len(fit), "n_score": len(test),
-            "assignment": assign_p, "fit": fit, "test": test, **companions}
-
-
 def block_scores(manifest: dict[str, Any] | None, per_latent: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Block identifiability of a content/style split (von Kügelgen et al., NeurIPS 2021): the mean
     linear and kernel R² of the content latents (shared within a pair) and of the style latents
@@ -208,7 +157,7 @@ def _versions() -> dict[str, str | None]:
 
 
 def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: str | Path,
-             protocol: str = "ident3d-eval-v1", device: str | None = None, batch_size: int = 256,
+             protocol: str = DEFAULT, device: str | None = None, batch_size: int = 256,
              name: str | None = None, arch: str | None = None, split: str = "test",
              progress: bool = True, limits: SandboxLimits | None = None,
              fresh: int | Literal["track"] | None = None, workers: int = 2,
@@ -231,7 +180,8 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         submission: a model file (``.pt2`` export, safetensors with an architecture, ``.npy``
             embeddings of the split) or an in-memory ``torch.nn.Module``.
         data_root: the dataset root holding ``split``.
-        protocol: ``ident3d-eval-v1`` (the default) or ``cl-ica-2021`` (the original metric code).
+        protocol: a name in ``ident3d.protocols.REGISTRY`` (default ``DEFAULT``, the held-out halves of
+            the whole split; ``ident3d evaluate --help`` lists each).
         device: ``cpu``, ``cuda`` or None (CUDA when present).
         batch_size: images per forward pass.
         name: the model's name in the result (default: the file's stem or the class name).
@@ -259,7 +209,7 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         result.save("module-result.json")
         ```
     """
-    version = get_protocol(protocol).version
+    scoring = get_protocol(protocol)
     start = time.perf_counter()
     dataset = ThreeDIdent(data_root, split)  # cheap checks of the data first, then the model
     if len(dataset) < 4:
@@ -286,22 +236,22 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
             raise SubmissionError(f"{sub.path}: embeddings cannot be scored on a fresh draw (they are "
                                   "features of the public split only). Fix: submit the model, or drop "
                                   "--fresh.")
-        ood_sets = track_ood_splits(Path(data_root), track) if protocol == "ident3d-eval-v1" else {}
+        ood_sets = track_ood_splits(Path(data_root), track) if scoring.reads_ood_splits else {}
         if ood_sets and sub.kind == "embeddings":
             log.warning("an embeddings file holds features of %s only: the OOD splits (%s) are not scored; "
                         "submit the model to score them", split, ", ".join(ood_sets))
             ood_sets = {}
-        public = _encode_and_score(sub, dataset, ood_sets, dev, batch_size, progress, protocol)
+        public = _encode_and_score(sub, dataset, ood_sets, dev, batch_size, progress, scoring)
         n_fresh = drawn.fresh_images if fresh == "track" and drawn else fresh
-        draw = (_fresh_draw(sub, drawn, n_fresh, dev, batch_size, progress, protocol, workers, public,
-                            fresh_seed) if drawn else None)
+        draw = (_fresh_draw(sub, drawn, n_fresh, dev, batch_size, progress, workers, public, fresh_seed)
+                if drawn else None)
     finally:
         sub.close()
     summary = manifest_summary(Path(data_root), split)
     document = {
         "schema": RESULT_SCHEMA,
-        "protocol": protocol,
-        "protocol_version": version,
+        "protocol": scoring.name,
+        "protocol_version": scoring.version,
         "dataset": {"name": "3dident", "split": split, "variant": summary["variant"],
                     "track": track,
                     "n": len(dataset), "manifest_sha256": summary["manifest_sha256"],
@@ -335,7 +285,8 @@ class _ScoredSplit:
 
 
 def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str, ThreeDIdent],
-                      dev: torch.device, batch_size: int, progress: bool, protocol: str) -> _ScoredSplit:
+                      dev: torch.device, batch_size: int, progress: bool,
+                      protocol: ScoringProtocol) -> _ScoredSplit:
     """Encode a split (and its OOD splits) and score it under ``protocol``."""
     h = _features(sub, dataset, dev, batch_size, progress)
     h_ood = {name: _features(sub, split_set, dev, batch_size, progress)
@@ -345,45 +296,40 @@ def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str,
     h_ood = {name: standardise(h_ood[name], f"{sub.path} on {name}") for name in h_ood}
     variant = dataset.variant_spec
     continuous = variant.continuous_columns
-    if progress and protocol == "ident3d-eval-v1":
-        log.info("fitting the read-outs on %d of %d points: linear, MCC, and kernel ridge with a grid "
-                 "search per latent (the slow part)",
-                 len(dataset) // 2, len(dataset))
     z = dataset.latents[:, continuous].astype(np.float64)
     ood = {name: (split_set.latents[:, continuous].astype(np.float64), h_ood[name])
            for name, split_set in ood_sets.items()}
-    s = score(z, h, protocol, [dataset.factor_names[c] for c in continuous], ood)
-    keys = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
-    per = {k: _unit(s[k]) for k in keys}
-    per_latent = [{"factor": dataset.factor_names[c], **{k: (per[k][i] if per[k] else None) for k in keys}}
+    if progress and (note := protocol.slow_part(len(z))):
+        log.info(note)
+    s = protocol.score(z, h, [dataset.factor_names[c] for c in continuous], ood)
+    per = {k: _unit(s.per_latent(k)) for k in PER_LATENT}
+    per_latent = [{"factor": dataset.factor_names[c],
+                   **{k: per[k][i] if per[k] else None for k in PER_LATENT}}
                   for i, c in enumerate(continuous)]
     classes = [{"factor": f.name, "n_classes": len(f.classes), "chance": 1 / len(f.classes),
-                "accuracy": metrics.class_accuracy(dataset.latents[s["fit"], f.index], h[s["fit"]],
-                                                   dataset.latents[s["test"], f.index], h[s["test"]],
+                "accuracy": metrics.class_accuracy(dataset.latents[s.fit, f.index], h[s.fit],
+                                                   dataset.latents[s.test, f.index], h[s.test],
                                                    len(f.classes))}
                for f in variant.factors if f.is_class]
     blocks = block_scores(dataset.manifest, per_latent)
-    means = {k: _mean(s[k], protocol) for k in keys}
     fields = {
-        "metrics": means,
+        "metrics": {k: protocol.mean(s.per_latent(k)) for k in PER_LATENT},
         "per_latent": per_latent,
         **({"classes": classes, "class_accuracy": float(np.mean([c["accuracy"] for c in classes]))}
            if classes else {}),
-        **{key: {"protocol": name, "version": COMPANIONS[name].version, **s[key]}
-           for key, name in (("dci", "ident3d-dci"), ("extrapolation", "ident3d-extrapolation"),
-                             ("ood", "ident3d-ood")) if key in s},
+        **s.companions,
         **({"blocks": blocks} if blocks else {}),
-        "matching": [int(a) for a in s["assignment"]],
-        "kernel_ridge": s["kernel"],
-        "n_fit": s["n_fit"],
-        "n_score": s["n_score"],
+        "matching": [int(a) for a in s.assignment],
+        "kernel_ridge": s.kernel,
+        "n_fit": len(s.fit),
+        "n_score": len(s.test),
     }
-    readout = fresh_module.Readout(z[s["fit"]], h[s["fit"]], np.asarray(s["assignment"]), protocol)
-    return _ScoredSplit(fields, standardise, readout, (z[s["test"]], h[s["test"]]), int(h.shape[1]), ood)
+    readout = fresh_module.Readout(z[s.fit], h[s.fit], np.asarray(s.assignment), protocol)
+    return _ScoredSplit(fields, standardise, readout, (z[s.test], h[s.test]), int(h.shape[1]), ood)
 
 
 def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_size: int, progress: bool,
-                protocol: str, workers: int, public: _ScoredSplit, seed: int | None) -> dict[str, Any]:
+                workers: int, public: _ScoredSplit, seed: int | None) -> dict[str, Any]:
     """Render a fresh draw of ``track`` (seed from OS entropy unless given): ``n`` test images and, on
     an OOD track, ``n`` images of each region split scored here; encode them with the same loaded
     model, score them with the read-outs the protocol fitted on the public split, and return the

@@ -25,6 +25,7 @@ import numpy as np
 
 from ident3d import metrics
 from ident3d.errors import DatasetError
+from ident3d.protocols import ScoringProtocol
 from ident3d.tracks import Track
 from ident3d.tracks.verification import RENDERERS
 
@@ -73,7 +74,7 @@ class Readout:
     z_fit: np.ndarray
     h_fit: np.ndarray
     assignment: np.ndarray  # Pearson matching, found by the protocol
-    protocol: str
+    protocol: ScoringProtocol
 
     def per_latent(self, z: np.ndarray, h: np.ndarray) -> dict[str, np.ndarray]:
         """Per-latent linear R² and matched |Pearson correlation| of features ``h`` for latents ``z``."""
@@ -82,10 +83,8 @@ class Readout:
         return {"linear_r2": linear, "mcc_pearson": pearson}
 
     def means(self, per: dict[str, np.ndarray]) -> dict[str, float]:
-        """The protocol's means: ``ident3d-eval-v1`` clips each latent first, ``cl-ica-2021`` after."""
-        clip_each = self.protocol != "cl-ica-2021"
-        return {"linear_r2": float(np.clip(per["linear_r2"], 0, 1).mean() if clip_each
-                                   else np.clip(per["linear_r2"].mean(), 0, 1)),
+        """The means as the protocol takes them (R² clipped per latent or after the mean)."""
+        return {"linear_r2": self.protocol.mean(per["linear_r2"]),
                 "mcc_pearson": float(per["mcc_pearson"].mean())}
 
     def resampled(self, z: np.ndarray, h: np.ndarray, draws: int, rng: np.random.Generator
@@ -93,7 +92,7 @@ class Readout:
         """Each gap metric's mean over ``draws`` resamples (with replacement) of the scored rows."""
         rows = rng.integers(0, len(z), size=(draws, len(z)))
         prediction = metrics.affine_predict(self.h_fit, self.z_fit, h)
-        clip_each = self.protocol != "cl-ica-2021"
+        clip_each = self.protocol.clips_each_latent
         return {"linear_r2": metrics.bootstrap_r2(z, prediction, rows, clip_each=clip_each),
                 "mcc_pearson": metrics.bootstrap_mcc(z, h, self.assignment, rows)}
 

@@ -1,13 +1,28 @@
-"""Evaluation protocols as versioned objects: what each computes and every change that moved a number.
+"""Evaluation protocols as versioned objects: what each computes, how it scores, and every change
+that moved a number.
 
 A protocol's ``name`` is what results, entries and ``--protocol`` say; its ``version`` goes up, with a
-changelog line, whenever a change can move any metric value on any input (tests/test_golden_metrics.py
+changelog line, whenever a change can move any metric value on any input (tests/test_protocols.py
 pins the values of fixed inputs per version and fails when one moves without a bump).
+
+A protocol in ``REGISTRY`` scores itself: ``protocol.score(z, h)`` splits the rows, fits its read-outs
+and returns ``Scores``; ``protocol.mean`` averages a per-latent metric its way. Adding a protocol is
+one new ``ScoringProtocol`` here and its golden values (docs/architecture.md, "Protocols"). The
+companion protocols (DCI, read-out extrapolation, OOD) are computed by ``ident3d-eval-v1`` on its
+own fit and score rows, each versioned on its own.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+SPLIT_SEED = 0  # the seeded permutation that splits the rows into fit and score sets
+CLICA_SAMPLE = 4096
+PER_LATENT = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
 
 
 @dataclass(frozen=True)
@@ -22,13 +37,124 @@ class Protocol:
             raise ValueError(f"protocol {self.name}: the changelog must end at version {self.version}")
 
 
+@dataclass(frozen=True)
+class Scores:
+    """What a protocol measured on one split: raw per-latent values in latent order (None for a
+    metric the protocol does not compute), the rows that fitted the read-outs and the rows scored,
+    the Pearson matching of features to latents, the kernel ridge choices, and the companion
+    protocols' sections by result key (``dci``, ``extrapolation``, ``ood``)."""
+
+    linear_r2: np.ndarray
+    mcc_pearson: np.ndarray
+    assignment: np.ndarray
+    fit: np.ndarray
+    test: np.ndarray
+    nonlinear_r2: np.ndarray | None = None
+    mcc_spearman: np.ndarray | None = None
+    kernel: list[dict[str, Any]] | None = None
+    companions: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def per_latent(self, metric: str) -> np.ndarray | None:
+        """The raw values of one of ``PER_LATENT``."""
+        return getattr(self, metric)
+
+
+@dataclass(frozen=True)
+class ScoringProtocol(Protocol):
+    """A protocol that results are scored under (``--protocol``)."""
+
+    clips_each_latent: ClassVar[bool]  # clip per-latent values to [0, 1] before the mean, or the mean after
+    reads_ood_splits: ClassVar[bool]  # scores a track's rendered OOD splits too
+
+    def score(self, z: np.ndarray, h: np.ndarray, names: list[str] | None = None,
+              ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
+        """Split, fit and score latents ``z`` from features ``h`` (rows aligned); ``names`` label the
+        latents and ``ood`` maps an OOD split's name to its (latents, features)."""
+        raise NotImplementedError
+
+    def slow_part(self, n: int) -> str | None:
+        """What scoring ``n`` rows spends its time on, said before it starts (None when it is quick)."""
+        return None
+
+    def mean(self, raw: np.ndarray | None) -> float | None:
+        """The reported mean of a per-latent metric, in [0, 1]."""
+        if raw is None:
+            return None
+        values = np.clip(raw, 0.0, 1.0) if self.clips_each_latent else np.asarray(raw, np.float64)
+        return float(np.clip(values.mean(), 0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class HeldOutHalves(ScoringProtocol):
+    """``ident3d-eval-v1``: every row, halved at random; read-outs fitted on one half, scored on the
+    other; the companions computed on the same halves."""
+
+    clips_each_latent: ClassVar[bool] = True
+    reads_ood_splits: ClassVar[bool] = True
+
+    def slow_part(self, n: int) -> str | None:
+        return (f"fitting the read-outs on {n // 2} of {n} points: linear, MCC, and kernel ridge with a grid "
+                "search per latent (the slow part)")
+
+    def score(self, z: np.ndarray, h: np.ndarray, names: list[str] | None = None,
+              ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
+        from ident3d import metrics
+        from ident3d.dci import dci
+        from ident3d.extrapolation import readout_extrapolation
+        from ident3d.ood import ood_scores
+
+        order = np.random.default_rng(SPLIT_SEED).permutation(len(z))
+        fit, test = order[: len(z) // 2], order[len(z) // 2:]
+        nonlinear, kernel = metrics.nonlinear_r2(z[fit], h[fit], z[test], h[test], seed=SPLIT_SEED)
+        _, assign_p = metrics.mcc(z[fit], h[fit], "pearson")
+        _, assign_s = metrics.mcc(z[fit], h[fit], "spearman")
+        pearson, _ = metrics.mcc(z[test], h[test], "pearson", assign_p)
+        spearman, _ = metrics.mcc(z[test], h[test], "spearman", assign_s)
+        names = names or [f"latent_{j}" for j in range(z.shape[1])]
+        companions = {"dci": _versioned("ident3d-dci", dci(z[fit], h[fit], z[test], h[test])),
+                      "extrapolation": _versioned("ident3d-extrapolation", readout_extrapolation(
+                          z[fit], h[fit], z[test], h[test], kernel, names))}
+        if ood:
+            companions["ood"] = _versioned("ident3d-ood", ood_scores(z[fit], h[fit], z[test], h[test], kernel,
+                                                                     names, ood))
+        return Scores(linear_r2=metrics.linear_r2(z[fit], h[fit], z[test], h[test]), mcc_pearson=pearson,
+                      assignment=assign_p, fit=fit, test=test, nonlinear_r2=nonlinear, mcc_spearman=spearman,
+                      kernel=kernel, companions=companions)
+
+
+def _versioned(companion: str, section: dict[str, Any]) -> dict[str, Any]:
+    """A companion protocol's result section, headed by its name and version."""
+    return {"protocol": companion, "version": COMPANIONS[companion].version, **section}
+
+
+@dataclass(frozen=True)
+class ClIca2021(ScoringProtocol):
+    """``cl-ica-2021``: the original procedure's fixed sample, linear R² on its halves and Pearson MCC
+    on all of it, with the original's mean (raw values averaged, then clipped). One documented
+    deviation: the model runs in ``eval()`` mode (the original left BatchNorm in training mode, which
+    makes numbers depend on batch composition)."""
+
+    clips_each_latent: ClassVar[bool] = False
+    reads_ood_splits: ClassVar[bool] = False
+
+    def score(self, z: np.ndarray, h: np.ndarray, names: list[str] | None = None,
+              ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
+        from ident3d import metrics
+
+        sample = np.random.default_rng(SPLIT_SEED).permutation(len(z))[:CLICA_SAMPLE]
+        fit, test = sample[: len(sample) // 2], sample[len(sample) // 2:]
+        pearson, assign_p = metrics.mcc(z[sample], h[sample], "pearson")
+        return Scores(linear_r2=metrics.linear_r2(z[fit], h[fit], z[test], h[test]), mcc_pearson=pearson,
+                      assignment=assign_p, fit=fit, test=test)
+
+
 CONSTANT_LATENT = ("1.1", "a latent that is constant on the scored set (every value equal) has R² 1 "
                    "only when it is predicted exactly, else 0 (scikit-learn's r2_score, which the "
                    "original code used); before, any prediction of it scored 1. No track has a "
                    "constant latent, so no leaderboard entry moves.")
 
-REGISTRY = {p.name: p for p in (
-    Protocol(
+REGISTRY: dict[str, ScoringProtocol] = {p.name: p for p in (
+    HeldOutHalves(
         name="ident3d-eval-v1",
         version="1.1",
         summary="the whole test split in index order, halved at random (seed 0) into fit and score sets; "
@@ -37,7 +163,7 @@ REGISTRY = {p.name: p for p in (
                 "matching on the fit set, scored on the score set); per-latent values clipped to [0, 1] "
                 "before the mean",
         changelog=(("1.0", "first version"), CONSTANT_LATENT)),
-    Protocol(
+    ClIca2021(
         name="cl-ica-2021",
         version="1.1",
         summary="the procedure of Zimmermann et al. (ICML 2021): 4,096 test images drawn with a fixed "
@@ -46,6 +172,7 @@ REGISTRY = {p.name: p for p in (
         changelog=(("1.0", "first version"), CONSTANT_LATENT)),
 )}
 NAMES = tuple(REGISTRY)
+DEFAULT = "ident3d-eval-v1"
 
 # Computed with ident3d-eval-v1 on its fit and score halves, each in its own section of the result with
 # its own version: what a number means there moves only with that version.
@@ -83,7 +210,7 @@ COMPANIONS = {p.name: p for p in (
 )}
 
 
-def get_protocol(name: str) -> Protocol:
+def get_protocol(name: str) -> ScoringProtocol:
     from ident3d.errors import SubmissionError
 
     if name not in REGISTRY:

@@ -321,12 +321,12 @@ def test_non_finite_numbers_never_pass_the_result_schema(data, tmp_path):
 
 
 def test_cl_ica_mean_keeps_negative_r2_as_the_original_did(data, tmp_path):
-    from ident3d.evaluation import score
+    from ident3d.protocols import REGISTRY
 
     z = np.load(data / "test/raw_latents.npy").astype(np.float64)
     h = np.concatenate([z[:, :5], np.random.default_rng(1).normal(size=(300, 40))], axis=1)
     np.save(tmp_path / "half.npy", h)
-    raw = score(z, h, "cl-ica-2021")["linear_r2"]
+    raw = REGISTRY["cl-ica-2021"].score(z, h).linear_r2
     assert (raw < 0).any(), "40 noise features over 150 fit points should overfit some latents"
     r = evaluate(tmp_path / "half.npy", data, protocol="cl-ica-2021", progress=False)
     assert r.metrics["linear_r2"] == pytest.approx(max(0.0, raw.mean()), abs=1e-12)

@@ -17,11 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ident3d.protocols import COMPANIONS, NAMES, REGISTRY
+from ident3d.protocols import COMPANIONS, NAMES, PER_LATENT, REGISTRY, Scores
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "metrics.json"
 TOLERANCE = 1e-9
-METRICS = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
 VERSIONED = {**REGISTRY, **COMPANIONS}  # companions are computed with ident3d-eval-v1, pinned on their own
 
 
@@ -44,36 +43,33 @@ def fixtures() -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 @cache
-def scored(protocol: str) -> dict[str, dict]:
-    from ident3d.evaluation import score
-
-    return {name: score(z, h, protocol) for name, (z, h) in fixtures().items()}
+def scored(protocol: str) -> dict[str, Scores]:
+    return {name: REGISTRY[protocol].score(z, h) for name, (z, h) in fixtures().items()}
 
 
 @cache
-def scored_with_an_ood_split() -> dict[str, dict]:
+def scored_with_an_ood_split() -> dict[str, Scores]:
     """Each fixture cut at its first latent: the rows above 0.5 are an OOD split of the others."""
-    from ident3d.evaluation import score
-
     out = {}
     for name, (z, h) in fixtures().items():
         held = z[:, 0] > 0.5
-        out[name] = score(z[~held], h[~held], "ident3d-eval-v1", ood={"latent_0 > 0.5": (z[held], h[held])})
+        out[name] = REGISTRY["ident3d-eval-v1"].score(z[~held], h[~held],
+                                                      ood={"latent_0 > 0.5": (z[held], h[held])})
     return out
 
 
-def companion_values(protocol: str, scored: dict) -> dict[str, list[float] | None]:
+def companion_values(protocol: str, scored: Scores) -> dict[str, list[float] | None]:
     if protocol == "ident3d-ood":
-        reference, (split,) = scored["ood"]["in_distribution"], scored["ood"]["splits"]
+        reference, (split,) = scored.companions["ood"]["in_distribution"], scored.companions["ood"]["splits"]
         return {f"{where}_{key}": [r[key] for r in rows["per_latent"]]
                 for where, rows in (("in_distribution", reference), ("ood", split))
                 for key in ("linear_r2", "kernel_r2")}
     if protocol == "ident3d-dci":
-        dci = scored["dci"]
+        dci = scored.companions["dci"]
         return {"disentanglement": [dci["disentanglement"]], "completeness": [dci["completeness"]],
                 "informativeness": dci["per_latent"]["informativeness"],
                 "completeness_per_latent": dci["per_latent"]["completeness"]}
-    extrapolation = scored["extrapolation"]
+    extrapolation = scored.companions["extrapolation"]
     return {"linear_r2": [r["linear_r2"] for r in extrapolation["per_latent"]],
             "kernel_r2": [r["kernel_r2"] for r in extrapolation["per_latent"]],
             "composition_linear_r2": [c["linear_r2"] for c in extrapolation["composition"]["corners"]],
@@ -84,7 +80,8 @@ def compute(protocol: str) -> dict[str, dict[str, list[float] | None]]:
     if protocol in COMPANIONS:
         inputs = scored_with_an_ood_split() if protocol == "ident3d-ood" else scored("ident3d-eval-v1")
         return {name: companion_values(protocol, s) for name, s in inputs.items()}
-    return {name: {m: None if s[m] is None else [float(v) for v in s[m]] for m in METRICS}
+    return {name: {m: None if s.per_latent(m) is None else [float(v) for v in s.per_latent(m)]
+                   for m in PER_LATENT}
             for name, s in scored(protocol).items()}
 
 
