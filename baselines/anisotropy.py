@@ -1,7 +1,6 @@
 """AnInfoNCE on the CPU track, computed from leaderboard entries and the Lambda the runs logged.
 
-    python -m ident3d.baselines.anisotropy            # print the section
-    python -m ident3d.baselines.anisotropy --write    # write it into docs/cpu-track.md
+    python -m ident3d.baselines.reports --write --only NAME    # write it (ident3d.baselines.reports)
 
 Rusak et al. (AISTATS 2025): when positives vary each latent by a different amount, AnInfoNCE
 (InfoNCE on L2-normalised outputs with a learned diagonal precision Lambda) recovers the latents up
@@ -29,13 +28,9 @@ from scipy.stats import spearmanr
 from ident3d.baselines.config import load_preset
 from ident3d.baselines.experiment import load_experiment
 from ident3d.baselines.learning_curves import CURVES
-from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, PAGE, Arm, arm_of, difference_text
-from ident3d.generated_blocks import section_command
-from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, Arm, arm_of, difference_text
 from ident3d.variants import FACTOR_NAMES
 
-BEGIN = "<!-- anisotropy:begin (python -m ident3d.baselines.anisotropy --write) -->"
-END = "<!-- anisotropy:end -->"
 PROTOCOL, DATA = "ident3d-eval-v1", "v2pairs-moderate"
 ANINFONCE, ISOTROPIC, L2 = "aninfonce-sphere", "aninfonce-isotropic-sphere", "normal-unbounded"
 ARMS = {ANINFONCE: "AnInfoNCE", ISOTROPIC: "isotropic control", L2: "L2 InfoNCE, Unbounded"}
@@ -183,7 +178,6 @@ def section(entries: list[dict]) -> str:
     arms = arm_seeds(entries)
     scale = list(load_preset(ANINFONCE).scale)
     return "\n".join([
-        BEGIN,
         f"The three arms on the same {DATA} pairs ({PROTOCOL}, mean ± sample sd over seeds):", "",
         *arms_lines(arms), "",
         f"AnInfoNCE minus each other arm: the difference of the seed means with its 95% Welch t interval "
@@ -191,14 +185,5 @@ def section(entries: list[dict]) -> str:
         *differences_lines(arms), "",
         "Per latent (seed means, percent):", "",
         *latent_lines(arms, scale), "",
-        *precision_lines(arms, scale),
-        END])
+        *precision_lines(arms, scale)])
 
-
-def main(argv: list[str] | None = None) -> int:
-    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
-                           BEGIN, END, PAGE)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,8 +1,7 @@
 """The colour defect on the CPU track, computed from leaderboard entries: each hue latent's R² with the
 original colour mapping (``legacy``) against ``v2``, beside the ceiling the legacy plateaus put on it.
 
-    python -m ident3d.baselines.colour_defect            # print the section
-    python -m ident3d.baselines.colour_defect --write    # write it into docs/cpu-track.md
+    python -m ident3d.baselines.reports --write --only NAME    # write it (ident3d.baselines.reports)
 
 The arms are normal-box on the two CPU tracks (``baselines/cpu_track.toml``), scored under
 ident3d-eval-v1 (linear and kernel R² per latent). The difference legacy - v2 gets a 95% Welch t
@@ -14,14 +13,10 @@ sends a stretch of each hue to one colour.
 from __future__ import annotations
 
 from ident3d.baselines.experiment import load_experiment
-from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, PAGE, Arm, arm_of, difference_text
-from ident3d.generated_blocks import section_command
-from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, Arm, arm_of, difference_text
 from ident3d.variants import get_variant
 from ident3d.variants.ceilings import readout_ceilings
 
-BEGIN = "<!-- colour-defect:begin (python -m ident3d.baselines.colour_defect --write) -->"
-END = "<!-- colour-defect:end -->"
 PROTOCOL, PRESET = "ident3d-eval-v1", "normal-box"
 HUES = ("object_hue", "spotlight_hue", "ground_hue")
 READOUTS = {"linear_r2": "linear", "nonlinear_r2": "kernel"}
@@ -53,8 +48,7 @@ def section(entries: list[dict]) -> str:
     ceilings = readout_ceilings(get_variant("legacy"))
     arms = hue_arms(entries)
     legacy, v2 = arms.get("legacy", {}), arms.get("v2", {})
-    lines = [BEGIN,
-             f"Each hue of normal-box on the legacy track against v2 ({PROTOCOL}, per-latent R² in percent), "
+    lines = [f"Each hue of normal-box on the legacy track against v2 ({PROTOCOL}, per-latent R² in percent), "
              "with the difference legacy - v2 and its 95% Welch t interval (a verdict needs "
              f"{MIN_SEEDS} seeds per arm), beside the ceiling the legacy mapping's plateaus put on any "
              "read-out of the images (`ident3d.variants.ceilings`; v2's is 100 for every hue):", "",
@@ -69,14 +63,6 @@ def section(entries: list[dict]) -> str:
                          f"{_cell(v2.get(key))} | {difference} |")
     cap = sum(1 - c for c in ceilings.values()) / len(ceilings)
     lines += ["", f"The plateaus alone can lower the mean R² over the ten latents by at most {100 * cap:.2f} "
-              "points; what the images hide does not explain a loss larger than that.", END]
+              "points; what the images hide does not explain a loss larger than that."]
     return "\n".join(lines)
 
-
-def main(argv: list[str] | None = None) -> int:
-    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
-                           BEGIN, END, PAGE)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,8 +2,7 @@
 both protocols, and each latent's linear R², computed from the committed entries (the run folders are
 not kept; the entries are what anyone can re-score).
 
-    python -m ident3d.baselines.entries_report            # print the section
-    python -m ident3d.baselines.entries_report --write    # write it into docs/cpu-track.md
+    python -m ident3d.baselines.reports --write --only NAME    # write it (ident3d.baselines.reports)
 """
 
 from __future__ import annotations
@@ -13,12 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ident3d.baselines.experiment import Run, load_experiment
-from ident3d.baselines.relations import EXPERIMENT, PAGE
-from ident3d.generated_blocks import section_command
-from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+from ident3d.baselines.relations import EXPERIMENT
 
-BEGIN = "<!-- entries:begin (python -m ident3d.baselines.entries_report --write) -->"
-END = "<!-- entries:end -->"
 COLUMNS = (("cl-ica-2021", "linear_r2", "R² (cl-ica-2021)"),
            ("cl-ica-2021", "mcc_pearson", "MCC (cl-ica-2021)"),
            ("ident3d-eval-v1", "linear_r2", "R² (v1)"),
@@ -117,7 +112,6 @@ def planned_lines(pending: Mapping[str, list[Run]]) -> list[str]:
 def section(entries: list[Mapping[str, Any]]) -> str:
     groups = grouped(entries)
     return "\n".join([
-        BEGIN,
         "Every seed group of `baselines/cpu_track.toml` with verified entries (test split of 5,000 images; "
         "seed groups as mean ± sample sd, in percent). Each run is two entries of `3dident-v2-64@1` (or of "
         "`3dident-legacy-64@1` for the `legacy` data), one per protocol, with its checkpoint's sha256, the "
@@ -127,14 +121,5 @@ def section(entries: list[Mapping[str, Any]]) -> str:
         "seeds):", "",
         *latents_table(groups),
         *renders_lines(groups),
-        *planned_lines(planned(groups)),
-        END])
+        *planned_lines(planned(groups))])
 
-
-def main(argv: list[str] | None = None) -> int:
-    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
-                           BEGIN, END, PAGE)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,8 +1,8 @@
 """Learning curves of the CPU track: the held-out linear R² of each latent against training steps, kept
 from the runs' logs, drawn, and tabulated in docs/cpu-track.md.
 
-    python -m ident3d.baselines.learning_curves OUT --write   # keep OUT/runs/*/log.jsonl's curves, draw
-    python -m ident3d.baselines.learning_curves --write       # redraw from the kept curves
+    python -m ident3d.baselines.learning_curves OUT     # keep OUT/runs/*/log.jsonl's curves
+    python -m ident3d.baselines.reports --write         # draw them and write the table
 
 The runs that ask for a curve (``set = { eval_every = ... }`` in ``baselines/cpu_track.toml`` and
 ``baselines/cpu_track_curves.toml``) log, every ``eval_every`` steps, each latent's linear R² fitted on
@@ -11,8 +11,9 @@ one half of the first ``eval_images`` test images and scored on the other half
 file's runs, ``--experiment FILE --runs NAME``). Those records are kept in ``baselines/curves/RUN.json`` with
 the run's preset and budget and the last step it logged (a run stopped early keeps what it reached),
 drawn as ``docs/learning-curves/RUN.png`` (and ``overview.png``: every run's mean R² on one set of
-axes) and tabulated between the markers of docs/cpu-track.md; ``tests/test_learning_curves.py`` fails
-when the figures (by the digest each PNG carries, ``ident3d.charts.png_source``) or the table are stale.
+axes) and tabulated between the markers of docs/cpu-track.md; ``python -m ident3d.baselines.reports
+--check`` fails when the figures (by the digest each PNG carries, ``ident3d.baselines.charts.png_source``)
+or the table are stale.
 """
 
 from __future__ import annotations
@@ -24,18 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from ident3d import atomic
+from ident3d.baselines.charts import DASHED, DOTTED, PALETTE, Chart, ticks
 from ident3d.baselines.experiment import Run, load_experiment, safe_name
-from ident3d.baselines.relations import PAGE
-from ident3d.charts import DASHED, DOTTED, PALETTE, Chart, ticks, write_figures
 from ident3d.tracks import get_track
 from ident3d.variants import get_variant
 
 EXPERIMENTS = (Path(__file__).resolve().parent / "cpu_track.toml",
                Path(__file__).resolve().parent / "cpu_track_curves.toml")
 CURVES = Path(__file__).resolve().parent / "curves"
-FIGURES = PAGE.parent / "learning-curves"
-BEGIN = "<!-- learning-curves:begin (python -m ident3d.baselines.learning_curves --write) -->"
-END = "<!-- learning-curves:end -->"
 OVERVIEW = "overview.png"  # every run's mean R² by step on one set of axes
 STEPS = (300, 600, 1200, 2400, 4800, 7200)  # the table's columns, where a curve has them
 CURVE_KEYS = {"run", "group", "preset", "budget", "factors", "last_step", "points", "lambda"}
@@ -190,7 +187,7 @@ def _value(group: list[dict[str, Any]], step: int, latent: int | None) -> str:
 
 
 def section(curves: list[dict[str, Any]]) -> str:
-    lines = [BEGIN]
+    lines = []
     if not curves:
         lines.append("No learning curve is kept yet: the runs that log one (`baselines/cpu_track.toml`, "
                      "`baselines/cpu_track_curves.toml`) have not been made.")
@@ -219,31 +216,21 @@ def section(curves: list[dict[str, Any]]) -> str:
         lines += [f"| {factor} | " + " | ".join(_value(group, s, j) for s in STEPS) + " |"
                   for j, factor in enumerate(group[0]["factors"])]
         lines.append("")
-    lines.append(END)
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, nargs="?", help="the experiment's output folder (its runs/)")
+    parser.add_argument("out", type=Path, help="the experiment's output folder (its runs/)")
     parser.add_argument("--experiment", type=Path, action="append", help="the runs' experiment file "
                         "(repeatable; default: baselines/cpu_track.toml and baselines/cpu_track_curves.toml)")
     parser.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs (as the "
                         "experiment driver's --runs selects them)")
-    parser.add_argument("--write", action="store_true", help="draw the figures and write the table")
     args = parser.parse_args(argv)
-    if args.out is not None:
-        for experiment in args.experiment or EXPERIMENTS:
-            for path in keep_curves(args.out, experiment, only=args.runs):
-                print(f"kept {path}")
-    curves = load_curves()
-    text = section(curves)
-    if args.write:
-        from ident3d.generated_blocks import write_block
-
-        write_figures(FIGURES, {name: chart.png() for name, chart in figures(curves).items()})
-        write_block(text, BEGIN, END, PAGE)
-    print(text)
+    for experiment in args.experiment or EXPERIMENTS:
+        for path in keep_curves(args.out, experiment, only=args.runs):
+            print(f"kept {path}")
+    print("now draw them and write the table: python -m ident3d.baselines.reports --write")
     return 0
 
 

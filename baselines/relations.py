@@ -1,7 +1,6 @@
 """The relations of the paper's Table 4 as the paper states them, computed from leaderboard entries.
 
-    python -m ident3d.baselines.relations            # print the section
-    python -m ident3d.baselines.relations --write    # write it into docs/cpu-track.md
+    python -m ident3d.baselines.reports --write --only NAME    # write it (ident3d.baselines.reports)
 
 Zimmermann et al. (ICML 2021), Table 4, show on 3DIdent that contrastive learning comes close to the
 supervised topline, that the unbounded model reads the latents as linearly as the box model while
@@ -31,13 +30,8 @@ from scipy.stats import t as student_t
 from ident3d.baselines.experiment import load_experiment
 from ident3d.baselines.verdicts import decide as decide_interval
 from ident3d.baselines.verdicts import undecided
-from ident3d.generated_blocks import section_command
-from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 
 EXPERIMENT = Path(__file__).resolve().parent / "cpu_track.toml"
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "cpu-track.md"
-BEGIN = "<!-- relations:begin (python -m ident3d.baselines.relations --write) -->"
-END = "<!-- relations:end -->"
 TRACK, PROTOCOL, DATA = "3dident-v2-64@1", "cl-ica-2021", "v2"
 PAPER_PREFIX, PAPER_SEEDS = "Zimmermann2021Contrastive_", 3
 LEVEL = 0.05  # "level": the difference lies within 5 points
@@ -238,9 +232,9 @@ def _cell(relation: Relation, arms: dict[str, dict[str, Arm]], metric: str) -> s
 def section(entries: list[dict]) -> str:
     """The docs section: the CPU track's entries against the paper's."""
     here, exact = arms_here(entries), arms_here(entries, EXACT_DATA)
-    return "\n".join([BEGIN, *relation_lines(here, arms_paper(entries)), "", *latents_read_lines(entries), "",
+    return "\n".join([*relation_lines(here, arms_paper(entries)), "", *latents_read_lines(entries), "",
                       *exact_lines(exact), "",
-                      *snapping_lines(here, exact), "", *original_lines(here), END])
+                      *snapping_lines(here, exact), "", *original_lines(here)])
 
 
 def relation_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, Arm]]) -> list[str]:
@@ -349,11 +343,3 @@ def original_lines(here: dict[str, dict[str, Arm]]) -> list[str]:
             "difference original - variant with its 95% Welch t interval; \"holds\" means the two are "
             f"level within ±{100 * LEVEL:.0f} points.", "", *_table(ORIGINALS, here, "rows")]
 
-
-def main(argv: list[str] | None = None) -> int:
-    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
-                           BEGIN, END, PAGE)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -8,8 +8,6 @@ metric per relation, follow on the same page).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ident3d.baselines.anisotropy import arm_seeds, differences_lines
 from ident3d.baselines.relations import (
     EXACT,
@@ -25,19 +23,12 @@ from ident3d.baselines.relations import (
     snapping_lines,
     summary_lines,
 )
-from ident3d.generated_blocks import section_command
-from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
-
-BEGIN = "<!-- relations-summary:begin (python -m ident3d.baselines.relations_summary --write) -->"
-END = "<!-- relations-summary:end -->"
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "cpu-track.md"
 
 
 def section(entries: list[dict]) -> str:
     here, paper = arms_here(entries), arms_paper(entries)
     verdicts = [decide(r, here) for r in RELATIONS]
     return "\n".join([
-        BEGIN,
         f"Each relation of Table 4 as the paper states it, on the CPU track's verified entries ({TRACK}, "
         f"protocol {PROTOCOL}): the difference of the seed means in points with its 95% Welch t interval; "
         f"a verdict needs {MIN_SEEDS} seeds per arm (\"level\": the interval within ±{100 * LEVEL:.0f} "
@@ -56,14 +47,5 @@ def section(entries: list[dict]) -> str:
         "with one distinct positive scale per latent (ident3d-eval-v1; the arms, per-latent results and "
         "the learned Lambda are below): AnInfoNCE minus each other arm in points, with its "
         f"95% Welch t interval and a direction only with {MIN_SEEDS} seeds per arm:", "",
-        *differences_lines(arm_seeds(entries)),
-        END])
+        *differences_lines(arm_seeds(entries))])
 
-
-def main(argv: list[str] | None = None) -> int:
-    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
-                           BEGIN, END, PAGE)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from ident3d import atomic
-from ident3d.generated_blocks import write_block
+from ident3d.baselines.reports import write_block
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_INDEX = "torch --index-url https://download.pytorch.org/whl/cpu"
@@ -136,7 +136,7 @@ def main() -> None:
     print(markdown(figures))
     if args.readme:
         atomic.write_bytes(FIGURES, (json.dumps(figures, indent=1) + "\n").encode())
-        write_block(readme_block(figures), README_BEGIN, README_END)
+        write_block(readme_block(figures), README_BEGIN, README_END, REPO / "README.md")
 
 
 if __name__ == "__main__":

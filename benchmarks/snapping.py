@@ -27,8 +27,8 @@ from scipy import stats
 
 from ident3d.baselines import presets
 from ident3d.baselines.experiment import load_experiment
+from ident3d.baselines.reports import write_block
 from ident3d.datasets import ThreeDIdent
-from ident3d.generated_blocks import write_block
 from ident3d.pairs import ContrastivePairs
 from ident3d.synthetic import write_synthetic_split
 from ident3d.tracks import get_track

@@ -7,17 +7,8 @@ import json
 import pytest
 
 import ident3d.baselines.anisotropy as anisotropy
-from ident3d.baselines.anisotropy import BEGIN, END, learned_precision, section
-from ident3d.baselines.relations import PAGE
-from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+from ident3d.baselines.anisotropy import learned_precision, section
 from ident3d.variants import FACTOR_NAMES
-
-
-def test_the_docs_section_is_what_the_entries_give():
-    text = PAGE.read_text()
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    assert text[start:end] == section(load_entries(ENTRIES_DIR)), \
-        "docs/cpu-track.md's AnInfoNCE section is stale. Fix: python -m ident3d.baselines.anisotropy --write"
 
 
 def test_each_latent_gets_the_precision_of_the_feature_matched_to_it():

@@ -1,5 +1,5 @@
-"""The docs' charts (ident3d.charts): one chart drawn as SVG text and as a PNG, the PNG carrying the
-digest of what it draws, and a figures folder kept to exactly the figures made."""
+"""The docs' charts (ident3d.baselines.charts): one chart drawn as SVG text and as a PNG, the PNG
+carrying the digest of what it draws, and a figures folder kept to exactly the figures made."""
 
 import io
 from pathlib import Path
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ident3d.charts import PALETTE, Chart, figure_axes, png_source, write_figures
+from ident3d.baselines.charts import PALETTE, Chart, figure_axes, png_source
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -74,20 +74,8 @@ def test_every_committed_chart_names_both_axes_with_a_unit(figure):
     assert "(" in axes["y"] and ")" in axes["y"], f"{figure}: the y axis {axes['y']!r} gives no unit"
 
 
-def test_write_figures_keeps_exactly_the_figures_made(tmp_path):
-    folder = tmp_path / "figures"
-    folder.mkdir()
-    (folder / "old.svg").write_text("<svg/>")
-    (folder / "old.png").write_bytes(b"")
-    (folder / "notes.md").write_text("kept")
-    chart = _chart()
-    write_figures(folder, {"a.svg": chart.svg(), "a.png": chart.png()})
-    assert sorted(p.name for p in folder.iterdir()) == ["a.png", "a.svg", "notes.md"]
-    assert (folder / "a.svg").read_text() == chart.svg() and png_source(folder / "a.png") == chart.digest()
-
-
 def test_lines_on_one_another_stay_told_apart_by_their_dashes():
-    from ident3d.charts import DASHED, DOTTED
+    from ident3d.baselines.charts import DASHED, DOTTED
 
     chart = Chart("three latents at zero", x_max=10, y_max=1.0, width=200, height=120)
     for colour, dash in zip(PALETTE[:3], (None, DASHED, DOTTED), strict=True):

@@ -5,9 +5,6 @@ import math
 
 import pytest
 
-from ident3d.baselines.colour_defect import BEGIN, END, section
-from ident3d.baselines.relations import PAGE
-from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 from ident3d.variants import get_variant
 from ident3d.variants.ceilings import readout_ceilings
 
@@ -39,11 +36,3 @@ def test_a_mapping_that_folds_a_latent_hides_it_entirely():
     ceilings = readout_ceilings(Folded(), n=2_001)
     assert ceilings["spotlight_hue"] == pytest.approx(0.0, abs=1e-9)
     assert ceilings["object_hue"] == pytest.approx(1.0)
-
-
-def test_the_docs_section_is_what_the_entries_give():
-    text = PAGE.read_text()
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    assert text[start:end] == section(load_entries(ENTRIES_DIR)), \
-        "docs/cpu-track.md's colour-defect table is stale. Fix: " \
-        "python -m ident3d.baselines.colour_defect --write"

@@ -32,7 +32,7 @@ def test_docs_site_builds_in_strict_mode(tmp_path):
     # Constructors show their signature with parameters, types and defaults, and an example.
     text = html.unescape(re.sub(r"<[^>]+>", "", api))
     for signature in ("ContrastivePairs(\n    dataset: ThreeDIdent,", "epoch_length: int | None = None",
-                      "pin_memory: bool = False", 'protocol: str = "ident3d-eval-v1"',
+                      "pin_memory: bool = False", "protocol: str = DEFAULT",
                       'split: str = "train"'):
         assert signature in text, signature
     assert text.count("Example") >= 7

@@ -194,18 +194,3 @@ def test_the_evaluator_scores_the_rendered_ood_splits_and_refuses_a_forged_one(
     with caplog.at_level(logging.WARNING):
         plain = evaluate(model, forged, progress=False).document
     assert "ood" not in plain and "test-extrapolation" in caplog.text
-
-
-def test_the_committed_ood_figures_and_table_are_the_entries(committed_entries):
-    from ident3d.leaderboard.ood_report import BEGIN, END, FIGURES, PAGE, figures, section
-
-    entries = committed_entries
-    made = figures(entries)
-    assert made, "no committed entry has an OOD section"
-    assert sorted(p.name for p in FIGURES.glob("*.svg")) == sorted(made)
-    for name, svg in made.items():
-        assert (FIGURES / name).read_text() == svg, \
-            f"docs/ood-figures/{name} is stale. Fix: python -m ident3d.leaderboard.ood_report --write"
-    text = PAGE.read_text()
-    assert text[text.index(BEGIN):text.index(END) + len(END)] == section(entries), \
-        "docs/evaluation.md's OOD table is stale. Fix: python -m ident3d.leaderboard.ood_report --write"

@@ -4,17 +4,13 @@ docs/cpu-track.md, which must be what the committed entries give."""
 import pytest
 
 from ident3d.baselines.relations import (
-    BEGIN,
-    END,
     EXACT,
-    PAGE,
     RELATIONS,
     Arm,
     arms_paper,
     decide,
     interval,
     original_lines,
-    section,
     snapping_lines,
     summary_lines,
     verdict,
@@ -25,13 +21,6 @@ from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 def arm(name, mean, n=3):
     """Both metrics of one arm at ``mean`` with a seed sd of one point over ``n`` seeds."""
     return {"linear_r2": Arm(name, mean, 0.01, n), "mcc_pearson": Arm(name, mean, 0.01, n)}
-
-
-def test_the_docs_section_is_what_the_entries_give():
-    text = PAGE.read_text()
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    assert text[start:end] == section(load_entries(ENTRIES_DIR)), \
-        "docs/cpu-track.md's relations are stale. Fix: python -m ident3d.baselines.relations --write"
 
 
 def test_a_verdict_needs_three_seeds_and_an_interval_on_the_right_side():
@@ -76,17 +65,6 @@ def test_snapping_sets_each_presets_exact_runs_against_its_snapped_ones():
     assert len(rows) == 4  # normal-box and laplace-box, two metrics each; no exact normal-unbounded
     assert rows[0].startswith("| normal-box | R² | -15.00 [") and rows[0].endswith("; lower |")
     assert rows[2] == "| laplace-box | R² | -5.00; not decidable with 1 seed |"  # one exact seed
-
-
-def test_the_summary_is_what_the_entries_give():
-    from ident3d.baselines import relations_summary
-
-    text = relations_summary.PAGE.read_text()
-    begin, end = relations_summary.BEGIN, relations_summary.END
-    start, end = text.index(begin), text.index(end) + len(end)
-    assert text[start:end] == relations_summary.section(load_entries(ENTRIES_DIR)), \
-        "docs/cpu-track.md's relations summary is stale. " \
-        "Fix: python -m ident3d.baselines.relations_summary --write"
 
 
 def test_the_summary_names_the_arms_of_each_difference_and_both_verdicts():

@@ -6,7 +6,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ident3d.card import CARD_BEGIN, CARD_END, card_block
 from ident3d.errors import LatentError
 from ident3d.scene import (
     GROUND_Z,
@@ -108,13 +107,6 @@ def test_unknown_mapping_and_bad_latents():
         scene_params(np.zeros((1, 10)), "v3")
     with pytest.raises(LatentError, match="row 0, column 0"):
         scene_params(np.full((1, 10), 1.5))
-
-
-def test_readme_card_matches_factor_table():
-    readme = (REPO / "docs" / "dataset-card.md").read_text()
-    start, end = readme.index(CARD_BEGIN), readme.index(CARD_END) + len(CARD_END)
-    assert readme[start:end] == card_block("v2"), \
-        "README dataset card is stale: run `ident3d info --markdown` and paste it"
 
 
 def test_import_ident3d_stays_light():

@@ -10,7 +10,7 @@ EXAMPLE = ("ident3d tracks\n"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", action="store_true",
-                   help="print the docs/tracks.md block with its markers (to paste there)")
+                   help="print the table as Markdown (docs/tracks.md holds it)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ results on equal data share a key and results on different data never do (docs/t
 from __future__ import annotations
 
 from ident3d.tracks.registry import PUBLISHED, SplitSpec, Track, TrackError, get_track, tracks
-from ident3d.tracks.table import TABLE_BEGIN, TABLE_END, markdown_block, summary_rows
+from ident3d.tracks.table import markdown_block, summary_rows
 from ident3d.tracks.verification import (
            content_sha256,
            custom_key,
@@ -22,7 +22,7 @@ from ident3d.tracks.verification import (
            spec_sha256,
 )
 
-__all__ = ["PUBLISHED", "TABLE_BEGIN", "TABLE_END", "SplitSpec", "Track", "TrackError", "content_sha256",
+__all__ = ["PUBLISHED", "SplitSpec", "Track", "TrackError", "content_sha256",
            "custom_key", "differences", "fingerprint", "get_track", "identify", "markdown_block",
            "spec_sha256",
            "summary_rows", "tracks"]

@@ -338,16 +338,3 @@ def png_source(path: Path) -> str | None:
     with Image.open(path) as image:
         return image.text.get(PNG_SOURCE_KEY) if isinstance(image, PngImagePlugin.PngImageFile) else None
 
-
-def write_figures(folder: Path, made: dict[str, str | bytes]) -> None:
-    """Make ``folder`` hold exactly the figures ``made`` (file name -> SVG text or PNG bytes): stale
-    ones go."""
-    folder.mkdir(exist_ok=True)
-    for stale in [*folder.glob("*.svg"), *folder.glob("*.png")]:
-        if stale.name not in made:
-            stale.unlink()
-    for name, content in made.items():
-        if isinstance(content, bytes):
-            (folder / name).write_bytes(content)
-        else:
-            (folder / name).write_text(content)

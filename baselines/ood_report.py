@@ -2,32 +2,23 @@
 ``ident3d-ood`` section: one small standalone SVG per entry (no plotting dependency) and one table in
 docs/evaluation.md.
 
-    python -m ident3d.leaderboard.ood_report            # print the table
-    python -m ident3d.leaderboard.ood_report --write    # docs/ood-figures/<entry id>.svg and the table
+    python -m ident3d.baselines.reports --write --only ood-entries    # the table and docs/ood-figures/
 
 Bars are the linear read-out's R² per latent (fitted in distribution, ``ident3d.ood``): grey in
 distribution, then one colour per OOD split. The table gives each split's mean R² and the R² of the
 latents its region holds out, where the split differs from the training data.
-``tests/test_ood.py`` fails when a committed figure or the table is stale.
+``python -m ident3d.baselines.reports --check`` fails when a committed figure or the table is stale.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ident3d.charts import Chart, write_figures
-from ident3d.generated_blocks import write_block
-from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
+from ident3d.baselines.charts import Chart
 from ident3d.tracks import get_track
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
-FIGURES = DOCS / "ood-figures"
-PAGE = DOCS / "evaluation.md"
-BEGIN = "<!-- ood-entries:begin (python -m ident3d.leaderboard.ood_report --write) -->"
-END = "<!-- ood-entries:end -->"
+FIGURES = "ood-figures"  # the figures' folder, beside docs/evaluation.md
 COLOURS = ("#9a9a9a", "#4e79a7", "#e15759", "#59a14f", "#b07aa1")  # in distribution, then each split
 
 
@@ -72,7 +63,7 @@ def section(entries: list[Mapping[str, Any]]) -> str:
     in-distribution score half and each OOD split, mean linear / kernel R², and the same for the latents
     the split's region holds out; then the entry's figure."""
     shown = [e for e in entries if has_ood(e) and e["protocol"] == "ident3d-eval-v1"]
-    lines = [BEGIN]
+    lines = []
     if not shown:
         lines.append("No entry has an OOD section yet.")
     for entry in shown:
@@ -89,24 +80,6 @@ def section(entries: list[Mapping[str, Any]]) -> str:
             lines.append(f"| {split['split']} ({split['n']:,} images) | {100 * split['linear_r2']:.1f} / "
                          f"{100 * split['kernel_r2']:.1f} | {_held_out(split, held) if held else '–'} |")
         lines += ["", f"![Linear R² per latent of {entry['name']}, in distribution and on each OOD split]"
-                      f"({FIGURES.name}/{entry['id']}.svg)", ""]
-    lines.append(END)
+                      f"({FIGURES}/{entry['id']}.svg)", ""]
     return "\n".join(lines)
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"write the figures into {FIGURES} and the "
-                                                             f"table into {PAGE.name}")
-    args = parser.parse_args(argv)
-    entries = load_entries(ENTRIES_DIR)
-    made, text = figures(entries), section(entries)
-    if args.write:
-        write_figures(FIGURES, made)
-        write_block(text, BEGIN, END, PAGE)
-    print(text)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,24 +2,15 @@
 for every entry whose result has the ``blocks`` section (scored on a content/style split), the mean
 linear and kernel R² of the content block and of the style block (von Kügelgen et al., NeurIPS 2021).
 
-    python -m ident3d.leaderboard.blocks_report            # print the table
-    python -m ident3d.leaderboard.blocks_report --write    # into docs/evaluation.md
+    python -m ident3d.baselines.reports --write --only blocks-entries    # into docs/evaluation.md
 
-``tests/test_leaderboard.py`` fails when a committed table is stale.
+``python -m ident3d.baselines.reports --check`` fails when the committed table is stale.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
-
-from ident3d.generated_blocks import section_command
-from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
-
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "evaluation.md"
-BEGIN = "<!-- blocks-entries:begin (python -m ident3d.leaderboard.blocks_report --write) -->"
-END = "<!-- blocks-entries:end -->"
 
 
 def _pair(blocks: Mapping[str, Any], block: str) -> str:
@@ -30,7 +21,7 @@ def _pair(blocks: Mapping[str, Any], block: str) -> str:
 def section(entries: list[Mapping[str, Any]]) -> str:
     shown = [e for e in entries
              if (e.get("result") or {}).get("blocks") and e["protocol"] == "ident3d-eval-v1"]
-    lines = [BEGIN]
+    lines = []
     if not shown:
         lines.append("No entry has been scored on a content/style split yet.")
     else:
@@ -43,14 +34,5 @@ def section(entries: list[Mapping[str, Any]]) -> str:
                          f"{_pair(blocks, 'style')} |")
         lines += ["", "Percent, the mean over each block's latents (ident3d-eval-v1 read-outs). A content "
                   "encoder should score high on content and low on style."]
-    lines.append(END)
     return "\n".join(lines)
 
-
-def main(argv: list[str] | None = None) -> int:
-    return section_command(argv, __doc__.splitlines()[0], lambda: section(load_entries(ENTRIES_DIR)),
-                           BEGIN, END, PAGE)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
