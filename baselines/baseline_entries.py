@@ -63,6 +63,7 @@ def add_entries(experiment: Experiment, out: Path, entries: Path) -> list[Path]:
     and write a public-split entry for each that has none yet (scored from the model file on the
     public split; `ident3d leaderboard add --checkpoint` adds the fresh draw that makes it verified)."""
     from ident3d.leaderboard.entries import entry_from_result, rescore, write_entry
+    from ident3d.results import Result
 
     written = []
     finished = load_runs(out)
@@ -77,7 +78,8 @@ def add_entries(experiment: Experiment, out: Path, entries: Path) -> list[Path]:
             entry_id = f"{experiment.entry_prefix}_{spec.folder}{suffix}"
             if (entries / f"{entry_id}.json").exists():
                 continue
-            result = rescore(run[key], run["folder"] / "encoder.pt2", data)
+            scored = run["folder"] / ("result.json" if key == "v1" else "result-cl-ica-2021.json")
+            result = rescore(Result.parse(run[key], str(scored)), run["folder"] / "encoder.pt2", data)
             entry = entry_from_result(
                 result, entry_id, status="public-split", name=f"{spec.folder} ({experiment.label})",
                 authors=["ident3d maintainers"], training_data=training_data(run["config"], track),
@@ -99,7 +101,7 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
     With ``refreshed``, each entry whose every metric matches is also written there around its fresh
     result (the companion sections of today's evaluator, this file's sha256), ready to replace the old."""
     from ident3d.errors import ResultError
-    from ident3d.leaderboard.entries import recheck, write_entry
+    from ident3d.leaderboard.entries import Entry, recheck, write_entry
 
     lines = ["| entry | checkpoint sha256 | re-scored | verdict |", "|---|---|---|---|"]
     for spec in experiment.runs:
@@ -112,7 +114,7 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
             if not path.exists():
                 lines.append(f"| {entry_id} | – | – | no entry (add it with --add-entries) |")
                 continue
-            entry = json.loads(path.read_text())
+            entry = Entry.parse(json.loads(path.read_text()), str(path))
             try:
                 checked = recheck(entry, checkpoint, experiment.data_root(out, spec.data))
             except ResultError as error:

@@ -31,7 +31,7 @@ from ident3d.errors import DatasetError, SubmissionError
 from ident3d.inference import Runner
 from ident3d.ood import track_ood_splits
 from ident3d.protocols import DEFAULT, PER_LATENT, SPLIT_SEED, ScoringProtocol, get_protocol
-from ident3d.results import RESULT_SCHEMA, Result, validate_result
+from ident3d.results import RESULT_SCHEMA, Result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel, ScoringProbe
 from ident3d.sandbox.limits import SandboxLimits
 from ident3d.submissions import (
@@ -267,8 +267,7 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         "device": "embeddings (not run)" if sub.kind == "embeddings" else str(dev),
         "wall_time_s": round(time.perf_counter() - start, 3),
     }
-    validate_result(document)
-    return Result(document)
+    return Result(document, "the evaluator's result")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -19,28 +19,39 @@ METRIC_KEYS = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
 RESULT_SCHEMA = "ident3d-result/1"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
-    """A result document that passed ``validate_result``: the evaluator makes one, ``Result.parse`` reads
-    one at the boundary (a file, a submission), and code that takes a ``Result`` need not check it again."""
+    """A result document that passed ``validate_result``: every way of making one validates it, once
+    (the evaluator's, ``Result.parse`` at a boundary such as a file or a submission), so code that
+    takes a ``Result`` need not check it again. Functions take a ``Result``, never a bare document."""
 
     document: dict[str, Any]
+    source: InitVar[str] = "result"  # what an error names: a file, a submission, "the evaluator"
+
+    def __post_init__(self, source: str) -> None:
+        try:
+            validate_result(self.document)
+        except ResultError as error:
+            raise ResultError(f"{source}: {error}") from None
 
     @classmethod
     def parse(cls, document: Any, source: str = "result") -> Result:
         """Validate once; the error names ``source`` and the first offending field."""
-        try:
-            validate_result(document)
-        except ResultError as error:
-            raise ResultError(f"{source}: {error}") from None
-        return cls(document)
+        return cls(document, source)
+
+    @classmethod
+    def load(cls, path: Path) -> Result:
+        """Read a result file (a regular file of strict JSON) and validate it; errors name the file."""
+        from ident3d.readers import read_json
+
+        document = read_json(path, ResultError, "pass the result file written by `ident3d evaluate`")
+        return cls(document, str(path))
 
     @property
     def metrics(self) -> dict[str, float | None]:
         return self.document["metrics"]
 
     def save(self, path: Path) -> None:
-        validate_result(self.document)
         atomic.write_json(Path(path), self.document)
 
     def table(self) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -30,14 +30,21 @@ def entry_schema() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Entry(Mapping[str, Any]):
-    """An entry document that passed ``validate_entry``: made by ``entry_from_result`` or read by
-    ``Entry.parse``; ``write_entry`` writes it without checking it again. Reads like the document."""
+    """An entry document that passed ``validate_entry``: every way of making one validates it, once
+    (``entry_from_result``, ``Entry.parse`` of a file), and ``write_entry`` writes it without checking
+    it again. Reads like the document."""
 
     document: dict[str, Any]
+    source: InitVar[str] = "entry"  # what an error names
+    around: InitVar[Result | None] = None  # the validated Result whose very document the entry embeds
+
+    def __post_init__(self, source: str, around: Result | None) -> None:
+        checked = around is not None and around.document is self.document.get("result")
+        validate_entry(self.document, source, result_checked=checked)
 
     @classmethod
     def parse(cls, document: Any, source: str) -> Entry:
-        return cls(validate_entry(document, source))
+        return cls(document, source)
 
     def __getitem__(self, key: str) -> Any:
         return self.document[key]
@@ -51,7 +58,7 @@ class Entry(Mapping[str, Any]):
 
 def validate_entry(entry: Any, source: str, result_checked: bool = False) -> dict[str, Any]:
     """Raise ResultError naming ``source`` and the first offending field; return the entry. With
-    ``result_checked`` the embedded result is a ``Result`` already validated at its boundary."""
+    ``result_checked`` the embedded result is the document of a ``Result``, validated when made."""
     error = schema_error(entry, "ident3d.leaderboard.schemas", "entry-v1.json")
     if error is not None:
         raise ResultError(f"{source}: {schema_problem(error)}")
@@ -146,15 +153,14 @@ def track_mismatch(result: dict[str, Any]) -> str | None:
     return None
 
 
-def entry_from_result(result: Result | dict[str, Any], entry_id: str, *, status: str = "self-reported",
+def entry_from_result(result: Result, entry_id: str, *, status: str = "self-reported",
                       name: str | None = None, authors: list[str] | None = None,
                       paper: str | None = None, code: str | None = None,
                       training_data: str = "unspecified", positives: str = "unspecified",
                       loss: str = "unspecified", model_space: str = "unspecified",
                       footnote: str | None = None, track: str | None = None,
                       seed_group: str | None = None) -> Entry:
-    """A schema-valid entry around an evaluator result. A ``Result`` was validated at its boundary and
-    is not checked again; a plain document is parsed here (so errors come early).
+    """A schema-valid entry around an evaluator result (``Result.load`` reads one from a file).
 
     ``track``: the table the submitter asks for; refused unless the result was scored on it.
     ``seed_group``: shared by the runs of one method that differ only in their seed.
@@ -164,20 +170,19 @@ def entry_from_result(result: Result | dict[str, Any], entry_id: str, *, status:
 
     Example:
         ```python
-        import json
         from pathlib import Path
         from ident3d.leaderboard.build import build
         from ident3d.leaderboard.entries import entry_from_result, load_entries, write_entry
         from ident3d.results import Result
 
-        result = Result.parse(json.loads(Path("runs/smoke/result.json").read_text()))
+        result = Result.load(Path("runs/smoke/result.json"))
         entry = entry_from_result(result, "Doe2026Contrastive_smoke", authors=["J. Doe"])
         write_entry(entry, Path("my-entries"))          # refuses an ID that exists
         print(len(load_entries(Path("my-entries"))))
         build(Path("my-entries"), Path("MY-LEADERBOARD.md"), Path("my-site/index.html"))
         ```
     """
-    result = (result if isinstance(result, Result) else Result.parse(result)).document
+    validated, result = result, result.document
     scored_on = track_of(result)
     if track is not None and track != scored_on:
         hint = ("it was scored on custom data" if scored_on.startswith("custom:")
@@ -205,10 +210,10 @@ def entry_from_result(result: Result | dict[str, Any], entry_id: str, *, status:
     }
     if seed_group is not None:
         entry["seed_group"] = seed_group
-    return Entry(validate_entry(entry, f"entry {entry_id}", result_checked=True))
+    return Entry(entry, f"entry {entry_id}", validated)
 
 
-def rescore(result: Result | dict[str, Any], checkpoint: Path, data: Path, tolerance: float = 1e-4,
+def rescore(result: Result, checkpoint: Path, data: Path, tolerance: float = 1e-4,
             claimed_by: str = "the result file", fresh: int | str | None = None) -> Result:
     """Score ``checkpoint`` again on ``data`` under the result's protocol and split; return the new
     result (validated by the evaluator) when every public-split metric (the means and every
@@ -217,7 +222,7 @@ def rescore(result: Result | dict[str, Any], checkpoint: Path, data: Path, toler
     fresh draw (``ident3d.fresh``), which the returned result carries."""
     from ident3d.evaluation import evaluate
 
-    result = result.document if isinstance(result, Result) else result
+    result = result.document
     scored = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
                       name=result["model"]["name"], progress=False, fresh=fresh)
     document = scored.document
@@ -245,25 +250,24 @@ class Recheck:
     same_file: bool  # the file is the one the entry was verified with
 
 
-def recheck(entry: Mapping[str, Any], checkpoint: Path, data: Path) -> Recheck:
+def recheck(entry: Entry, checkpoint: Path, data: Path) -> Recheck:
     """Re-score ``checkpoint`` on ``data`` against everything the entry shows (its table metrics and
     its result's per-latent values); raise naming the first value that differs. Equal scores from
     different bytes happen when a model is exported again by another version of torch or of this
     package; ``same_file`` tells them apart."""
-    again = rescore({**entry["result"], "metrics": entry["metrics"]}, checkpoint, data,
-                    claimed_by=f"entry {entry['id']}").document
+    shown = Result.parse({**entry["result"], "metrics": entry["metrics"]}, f"entry {entry['id']}")
+    again = rescore(shown, checkpoint, data, claimed_by=f"entry {entry['id']}").document
     if "fresh" in entry["result"]:  # the draw the entry was verified on stays its unseen score
         again = {**again, "fresh": entry["result"]["fresh"]}
-    document = dict(entry.document if isinstance(entry, Entry) else entry)
+    document = dict(entry.document)
     document.update(result=again, metrics=again["metrics"], checkpoint_sha256=again["model"]["sha256"])
     return Recheck(Entry.parse(document, f"entry {entry['id']} re-scored"),
                    atomic.sha256_file(checkpoint) == entry.get("checkpoint_sha256"))
 
 
-def write_entry(entry: Entry | dict[str, Any], directory: Path) -> Path:
-    """Write a new entry (an ``Entry`` is written as validated; a plain document is parsed first); an
-    existing ID is refused, never overwritten."""
-    entry = (entry if isinstance(entry, Entry) else Entry.parse(entry, f"entry {entry.get('id')}")).document
+def write_entry(entry: Entry, directory: Path) -> Path:
+    """Write a new entry (as validated when it was made); an existing ID is refused, never overwritten."""
+    entry = entry.document
     path = Path(directory) / f"{entry['id']}.json"
     if path.exists():
         raise ResultError(f"field id: {entry['id']!r} already exists at {path}. Fix: choose another "

@@ -96,6 +96,14 @@ def test_no_code_uses_the_old_top_level_names():
     assert old == []
 
 
+def test_no_room_imports_the_benchmarks():
+    """benchmarks/ is outside the wheel: an import of it from a room would fail once installed."""
+    found = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+             for folder in ("ident3d", *ROOMS) for path in sorted((ROOT / folder).rglob("*.py"))
+             for line, module in all_imports(path) if module.split(".")[0] == "benchmarks"]
+    assert found == []
+
+
 def test_the_old_name_still_imports_in_a_checkout_with_a_warning():
     done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", "import leaderboard"],
                           capture_output=True, text=True, cwd=ROOT)

@@ -18,6 +18,7 @@ from ident3d.errors import ResultError
 from ident3d.leaderboard.build import build, stale
 from ident3d.leaderboard.entries import (
     ENTRIES_DIR,
+    Entry,
     entry_from_result,
     load_entries,
     validate_entry,
@@ -25,6 +26,7 @@ from ident3d.leaderboard.entries import (
 )
 from ident3d.leaderboard.markdown import render_markdown
 from ident3d.leaderboard.ranking import ranked_tables, table_of
+from ident3d.results import Result
 
 PAPER = ENTRIES_DIR / "Zimmermann2021Contrastive_normal-box.json"
 
@@ -38,6 +40,11 @@ def largest_table(entries) -> tuple[tuple[str, str], int]:
     sizes = collections.Counter((e["dataset"], e["protocol"]) for e in entries if not e.get("archived"))
     table = min(sizes, key=lambda key: (-sizes[key], key))
     return table, sizes[table]
+
+
+def result_of(*args, **kwargs) -> Result:
+    """``fake_result`` as the validated ``Result`` that ``entry_from_result`` takes."""
+    return Result.parse(fake_result(*args, **kwargs))
 
 
 def fake_result(r2=0.8, mcc=0.7, protocol="ident3d-eval-v1", sha="ab" * 32, track="3dident-published@1"):
@@ -82,8 +89,8 @@ def test_verified_needs_a_checkpoint_hash_a_result_and_an_unseen_fresh_draw():
     with pytest.raises(ResultError, match="field (checkpoint_sha256|result)"):
         validate_entry(entry, "x.json")
     with pytest.raises(ResultError, match="field result.*fresh"):
-        entry_from_result(fake_result(), "Doe2026Contrastive", status="verified")
-    public = entry_from_result(fake_result(), "Doe2026Contrastive", status="public-split").document
+        entry_from_result(result_of(), "Doe2026Contrastive", status="verified")
+    public = entry_from_result(result_of(), "Doe2026Contrastive", status="public-split").document
     assert public["checkpoint_sha256"] == "ab" * 32
     public["checkpoint_sha256"] = "ef" * 32
     with pytest.raises(ResultError, match="field checkpoint_sha256: .* the scored model"):
@@ -95,9 +102,10 @@ def test_verified_needs_a_checkpoint_hash_a_result_and_an_unseen_fresh_draw():
                                             "ci95": [-0.1, 0.1], "above_chance": False}},
                       "memorised": False}
     with pytest.raises(ResultError, match="rendered from a given seed"):  # a revealed draw is not unseen
-        entry_from_result(drawn, "Doe2026Contrastive", status="verified")
+        entry_from_result(Result.parse(drawn), "Doe2026Contrastive", status="verified")
     drawn["fresh"]["seed_source"] = "entropy"
-    assert entry_from_result(drawn, "Doe2026Contrastive", status="verified")["status"] == "verified"
+    verified = entry_from_result(Result.parse(drawn), "Doe2026Contrastive", status="verified")
+    assert verified["status"] == "verified"
 
 
 def test_no_committed_entry_is_verified_without_a_fresh_draw(committed_entries):
@@ -109,7 +117,7 @@ def test_no_committed_entry_is_verified_without_a_fresh_draw(committed_entries):
 
 
 def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
-    entry = entry_from_result(fake_result(), "Doe2026Contrastive_box", authors=["J. Doe"])
+    entry = entry_from_result(result_of(), "Doe2026Contrastive_box", authors=["J. Doe"])
     assert entry["dataset"] == "3dident-published@1" and entry["checkpoint_sha256"] is None
     path = write_entry(entry, tmp_path)
     with pytest.raises(ResultError, match="field id: 'Doe2026Contrastive_box' already exists"):
@@ -122,7 +130,7 @@ def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
     bad = fake_result()
     bad["per_latent"][3]["mcc_pearson"] = -0.5
     with pytest.raises(ResultError, match="per_latent/3/mcc_pearson"):
-        entry_from_result(bad, "Doe2026Contrastive_bad")
+        entry_from_result(Result.parse(bad), "Doe2026Contrastive_bad")
     (tmp_path / "Other2026Name.json").write_text(json.dumps(entry.document))
     with pytest.raises(ResultError, match="must equal the file name"):
         load_entries(tmp_path)
@@ -132,7 +140,7 @@ def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
 def test_tables_rank_by_mcc_then_r2_then_id_and_never_mix_protocols(tmp_path):
     shutil.copytree(ENTRIES_DIR, tmp_path, dirs_exist_ok=True)
     for entry_id, r2, mcc in (("Zed2026Tie", 0.5, 0.9), ("Abe2026Tie", 0.5, 0.9), ("Top2026Best", 0.1, 0.95)):
-        write_entry(entry_from_result(fake_result(r2, mcc), entry_id), tmp_path)
+        write_entry(entry_from_result(result_of(r2, mcc), entry_id), tmp_path)
     entries = load_entries(tmp_path)
     text = render_markdown(entries)
     sections = text.split("\n## ")[1:]
@@ -155,7 +163,7 @@ def test_seed_groups_rank_as_one_row_with_mean_and_sample_sd(tmp_path):
 
     for entry_id, r2, mcc in (("Doe2026Seeds_s0", 0.5, 0.60), ("Doe2026Seeds_s1", 0.7, 0.80),
                               ("Doe2026Seeds_s2", 0.6, 0.70), ("Roe2026Single", 0.9, 0.65)):
-        write_entry(entry_from_result(fake_result(r2, mcc), entry_id, seed_group="doe-seeds"
+        write_entry(entry_from_result(result_of(r2, mcc), entry_id, seed_group="doe-seeds"
                                       if "Seeds" in entry_id else None), tmp_path)
     entries = load_entries(tmp_path)
     [table] = ranked_tables(entries).values()
@@ -168,12 +176,12 @@ def test_seed_groups_rank_as_one_row_with_mean_and_sample_sd(tmp_path):
     assert lines[0].startswith("| 1 | `Doe2026Seeds_s1`, `Doe2026Seeds_s2`, `Doe2026Seeds_s0` |")
     assert "| 60.00 ± 10.00 | 70.00 ± 10.00 |" in lines[0]
     assert [line.split(" |")[0] for line in lines[1:]] == ["| ↳"] * 3  # the runs, unranked
-    newcomer = entry_from_result(fake_result(0.9, 0.66), "New2026One")
+    newcomer = entry_from_result(result_of(0.9, 0.66), "New2026One")
     assert "would rank 2 of 3" in report(entries, newcomer, "r")
 
     odd = json.loads((tmp_path / "Roe2026Single.json").read_text())  # a group must be one method
     odd.update(id="Roe2026Single_s1", seed_group="doe-seeds", loss="MSE")
-    write_entry(odd, tmp_path)
+    write_entry(Entry.parse(odd, "odd"), tmp_path)
     with pytest.raises(ResultError, match="seed_group 'doe-seeds' joins entries that differ in loss"):
         ranked_tables(load_entries(tmp_path))
 
@@ -188,7 +196,7 @@ def test_build_is_deterministic_and_stale_outputs_are_detected(tmp_path):
     build(entries, md, site)
     assert (md.read_bytes(), site.read_bytes()) == first
     assert stale(entries, md, site) == []
-    write_entry(entry_from_result(fake_result(), "Doe2026Contrastive"), entries)
+    write_entry(entry_from_result(result_of(), "Doe2026Contrastive"), entries)
     assert stale(entries, md, site) == [md, site]
     check = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "build", "--check",
                             "--entries", str(entries), "--markdown", str(md), "--site", str(site)],
@@ -314,7 +322,7 @@ def served_site(tmp_path):
     shutil.copytree(ENTRIES_DIR, entries)
     for entry_id, protocol in (("Doe2026Contrastive", "cl-ica-2021"),
                                ("Roe2026Contrastive", "ident3d-eval-v1")):
-        write_entry(entry_from_result(fake_result(0.8, 0.7, protocol=protocol), entry_id), entries)
+        write_entry(entry_from_result(result_of(0.8, 0.7, protocol=protocol), entry_id), entries)
     site = tmp_path / "site"
     build(entries, tmp_path / "LEADERBOARD.md", site / "index.html")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
@@ -513,14 +521,14 @@ def hostile_entries(folder: Path) -> list[str]:
     for i, text in enumerate(HOSTILE):
         name = f"{text} #{i}"
         entry = entry_from_result(
-            fake_result(0.5 + i / 100, 0.4 + i / 100), f"Evil2026Entry_n{i}", name=name,
+            result_of(0.5 + i / 100, 0.4 + i / 100), f"Evil2026Entry_n{i}", name=name,
             authors=[text, "B"], paper="https://example.org/p?q=\"><script>alert(4)</script>",
             code="https://example.org/c)](javascript:alert(5))", training_data=text, positives=text,
             loss=text, model_space=text, footnote=text)
         write_entry(entry, folder)
         names.append(name)
         paper = {**paper_entry(), "id": f"Evil2026Paper_n{i}", "name": name, "dataset": text}
-        write_entry(paper, folder)  # hostile text as the track: it becomes a section title
+        write_entry(Entry.parse(paper, "paper"), folder)  # hostile text as the track: a section title
         names.append(name)
     return names
 
@@ -576,7 +584,7 @@ def test_compare_shows_the_top_the_rows_around_and_per_latent_differences(tmp_pa
     entries.mkdir()
     values = (0.99, 0.97, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4)
     for i, value in enumerate(values):
-        write_entry(entry_from_result(fake_result(value, value, sha=f"{i:02d}" * 32), f"Doe2026Model_n{i}",
+        write_entry(entry_from_result(result_of(value, value, sha=f"{i:02d}" * 32), f"Doe2026Model_n{i}",
                                       status="public-split"), entries)
     result = tmp_path / "result.json"
     result.write_text(json.dumps(fake_result(0.55, 0.55)))
@@ -633,7 +641,7 @@ def test_the_page_shows_the_companion_columns_only_where_a_row_has_them(tmp_path
                              "completeness": 0.5, "informativeness": 0.9}
             result["extrapolation"] = {"protocol": "ident3d-extrapolation", "version": "1.0",
                                        "linear_r2": 0.6, "kernel_r2": 0.1, "per_latent": []}
-        write_entry(entry_from_result(result, entry_id), entries)
+        write_entry(entry_from_result(Result.parse(result), entry_id), entries)
     build(entries, tmp_path / "LEADERBOARD.md", tmp_path / "index.html")
     with sync_playwright() as p:
         browser = _browser(p)
@@ -714,8 +722,8 @@ def test_block_identifiability_table_shows_the_content_style_entries():
     result = fake_result(track="custom:0123456789ab")
     result["blocks"] = {"style_factors": ["object_hue", "spotlight_angle"], "content_linear_r2": 0.9,
                         "content_kernel_r2": 0.95, "style_linear_r2": 0.1, "style_kernel_r2": None}
-    entry = entry_from_result(result, "Doe2026Blocks", name="cs", track="custom:0123456789ab")
-    table = section([entry, entry_from_result(fake_result(), "Doe2026Plain", name="plain")])
+    entry = entry_from_result(Result.parse(result), "Doe2026Blocks", name="cs", track="custom:0123456789ab")
+    table = section([entry, entry_from_result(result_of(), "Doe2026Plain", name="plain")])
     assert "| cs (`Doe2026Blocks`) | `custom:0123456789ab` | object_hue, spotlight_angle | 90.0 / 95.0 | " \
            "10.0 / – |" in table and "Doe2026Plain" not in table
 
@@ -726,14 +734,14 @@ def test_an_archived_entry_is_listed_with_its_reason_and_ranked_nowhere(tmp_path
     from ident3d.leaderboard.legend import MEANINGS
 
     for entry_id, value in (("Doe2026Kept", 0.6), ("Old2025Superseded", 0.9)):
-        write_entry(entry_from_result(fake_result(value, value), entry_id), tmp_path)
+        write_entry(entry_from_result(result_of(value, value), entry_id), tmp_path)
     old = json.loads((tmp_path / "Old2025Superseded.json").read_text())
     old["archived"] = "superseded by Doe2026Kept; no model file"
     (tmp_path / "Old2025Superseded.json").write_text(json.dumps(old))
     entries = load_entries(tmp_path)
     [table] = ranked_tables(entries).values()
     assert [row["id"] for row in table] == ["Doe2026Kept"]  # the better score does not rank
-    newcomer = entry_from_result(fake_result(0.7, 0.7), "New2026One")
+    newcomer = entry_from_result(result_of(0.7, 0.7), "New2026One")
     assert "would rank 1 of 2" in report(entries, newcomer, "r")
     markdown = render_markdown(entries)
     archived = markdown[markdown.index("## Archived (not ranked)"):]

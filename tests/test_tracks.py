@@ -13,6 +13,7 @@ from ident3d.atomic import sha256_array
 from ident3d.latents import sample_uniform
 from ident3d.layout import SplitLayout
 from ident3d.regions import split_latents
+from ident3d.results import Result
 from ident3d.variants import get_variant
 
 
@@ -167,5 +168,5 @@ def test_results_carry_the_track_whatever_the_package_version_and_custom_data_st
     custom = evaluate(tmp_path / "z.npy", tmp_path / "data", progress=False).document
     assert custom["dataset"]["track"].startswith("custom:")
     with pytest.raises(ResultError, match="custom data"):
-        entry_from_result(custom, "Doe2026Custom", track=track.id)
-    assert entry_from_result(custom, "Doe2026Custom")["dataset"] == custom["dataset"]["track"]
+        entry_from_result(Result.parse(custom), "Doe2026Custom", track=track.id)
+    assert entry_from_result(Result.parse(custom), "Doe2026Custom")["dataset"] == custom["dataset"]["track"]

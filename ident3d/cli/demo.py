@@ -11,7 +11,6 @@ second run skips every finished step.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from textwrap import fill
 
@@ -118,6 +117,7 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
 
     from ident3d.leaderboard.build import build
     from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, write_entry
+    from ident3d.results import Result
 
     entries = folder / "entries"
     entries.mkdir(parents=True, exist_ok=True)
@@ -133,7 +133,7 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
     for entry_id, result_file, status, positives, loss, space in rows:
         if (entries / f"{entry_id}.json").exists():
             continue
-        entry = entry_from_result(json.loads(result_file.read_text()), entry_id, status=status,
+        entry = entry_from_result(Result.load(result_file), entry_id, status=status,
                                   authors=["ident3d demo"], training_data="the demo's train split",
                                   positives=positives, loss=loss, model_space=space,
                                   footnote="ident3d demo: a few minutes on CPU, not a result")
@@ -145,8 +145,9 @@ def compare_on_track(smoke_result: Path) -> str:
     """Where the smoke baseline ranks among the committed entries of its track and protocol."""
     from ident3d.leaderboard.compare import report
     from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries
+    from ident3d.results import Result
 
-    result = json.loads(smoke_result.read_text())
+    result = Result.load(smoke_result)
     candidate = entry_from_result(result, "Demo2026Smoke", name="smoke baseline (this demo)",
                                   positives="Normal (sigma 0.1)", loss="InfoNCE, L2", model_space="box")
     return report(load_entries(ENTRIES_DIR), candidate, "the smoke baseline")
@@ -184,14 +185,14 @@ def run(args: argparse.Namespace) -> int:
                "matching them up (both 100% at best). The pixels are the floor an encoder should beat, "
                "the true latents the ceiling.", 100))
     for name, path in (("smoke baseline", smoke_result), *readouts.items()):
-        print(f"\n{name} (ident3d-eval-v1)\n{Result(json.loads(path.read_text())).table()}")
+        print(f"\n{name} (ident3d-eval-v1)\n{Result.load(path).table()}")
 
     heading(5, "fresh draws: scores on test images rendered now, which no model can have seen")
     if args.fresh and not args.n_test:
         drawn = fresh_draws(data, out / "runs" / "smoke" / "encoder.pt2", out / "models", results,
                             args.fresh, args.workers, progress)
         for name, path in drawn.items():
-            print(f"\n{name}\n" + "\n".join(Result(json.loads(path.read_text())).fresh_lines()))
+            print(f"\n{name}\n" + "\n".join(Result.load(path).fresh_lines()))
     else:
         print("skipped: " + ("--fresh 0" if not args.fresh else "--n-test makes a custom test split, "
                              "and a fresh draw renders a track's test distribution"))

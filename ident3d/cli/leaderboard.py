@@ -2,8 +2,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ident3d.cli.arguments import positive_int
+
+if TYPE_CHECKING:
+    from ident3d.leaderboard.entries import Entry
 
 HELP = ("build the leaderboard (LEADERBOARD.md and the web page), add a result, see where it ranks, or "
         "re-score an entry's model file")
@@ -75,16 +79,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="images of the fresh draw for --checkpoint (default: the track's fresh_images)")
 
 
-def _read_result(path: Path):
-    """The result file, parsed and validated once here (the boundary): a ``Result``."""
-    from ident3d.errors import ResultError
-    from ident3d.readers import read_json
-    from ident3d.results import Result
-
-    document = read_json(path, ResultError, "pass the result file written by `ident3d evaluate`")
-    return Result.parse(document, str(path))
-
-
 def _clone_entries(here: Path) -> Path:
     entries = here / "leaderboard" / "entries"
     if not entries.is_dir():
@@ -95,7 +89,7 @@ def _clone_entries(here: Path) -> Path:
     return entries
 
 
-def _entry(entries: Path, entry_id: str) -> dict:
+def _entry(entries: Path, entry_id: str) -> Entry:
     from ident3d.leaderboard.entries import load_entries
 
     found = {e["id"]: e for e in load_entries(entries)}
@@ -117,72 +111,84 @@ def _track_id(name: str | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ident3d.leaderboard.build import build, stale
-    from ident3d.leaderboard.compare import report
-    from ident3d.leaderboard.entries import (
-        ENTRIES_DIR,
-        entry_from_result,
-        load_entries,
-        rescore,
-        track_of,
-        write_entry,
-    )
-    from ident3d.tracks import get_track
-
     here = Path.cwd()
     if args.action in ("compare", "export", "rescore"):
+        from ident3d.leaderboard.entries import ENTRIES_DIR
+
         local = here / "leaderboard" / "entries"
         args.entries = args.entries or (local if local.is_dir() else ENTRIES_DIR)
     else:  # add and build write: only where the user says, or into the clone they are in
         args.entries = args.entries or _clone_entries(here)
-    if args.action == "build":
-        args.markdown = args.markdown or here / "LEADERBOARD.md"
-        args.site = args.site or here / "leaderboard" / "site" / "index.html"
-        if args.check:
-            outdated = stale(args.entries, args.markdown, args.site)
-            for path in outdated:
-                print(f"stale: {path} (run `ident3d leaderboard build`)")
-            return 1 if outdated else 0
-        from ident3d.cli.arguments import check_not_an_input
+    return ACTIONS[args.action](args, here)
 
-        check_not_an_input(args.markdown, "--markdown", (args.entries,))
-        check_not_an_input(args.site, "--site", (args.entries,))
-        for path in build(args.entries, args.markdown, args.site, overwrite=args.overwrite):
-            print(path)
-        return 0
-    if args.action == "export":
-        from ident3d.leaderboard.hub_export import export
 
-        print(export(_entry(args.entries, args.entry_id), args.format, args.hub_dataset), end="")
-        return 0
-    if args.action == "rescore":
-        from ident3d.leaderboard.entries import recheck
+def _build(args: argparse.Namespace, here: Path) -> int:
+    from ident3d.cli.arguments import check_not_an_input
+    from ident3d.leaderboard.build import build, stale
 
-        if args.out is not None:
-            from ident3d.cli.arguments import OutputError, check_not_an_input
+    args.markdown = args.markdown or here / "LEADERBOARD.md"
+    args.site = args.site or here / "leaderboard" / "site" / "index.html"
+    if args.check:
+        outdated = stale(args.entries, args.markdown, args.site)
+        for path in outdated:
+            print(f"stale: {path} (run `ident3d leaderboard build`)")
+        return 1 if outdated else 0
+    check_not_an_input(args.markdown, "--markdown", (args.entries,))
+    check_not_an_input(args.site, "--site", (args.entries,))
+    for path in build(args.entries, args.markdown, args.site, overwrite=args.overwrite):
+        print(path)
+    return 0
 
-            for given in (args.entries, args.checkpoint, args.data):
-                check_not_an_input(args.out, "--out", (given,))
-            if args.out.exists():
-                raise OutputError(f"--out {args.out}: already exists; this command never overwrites a file. "
-                                  "Fix: choose a new file name.")
-        checked = recheck(_entry(args.entries, args.entry_id), args.checkpoint, args.data)
-        print(f"{args.entry_id}: every metric the entry shows matches the re-scored {args.checkpoint} on "
-              f"{args.data}; " + ("the file is the one the entry was verified with (same sha256)"
-                                 if checked.same_file else "the file's bytes differ from the one the entry "
-                                 "was verified with (same scores, different sha256: exported again)"))
-        if args.out is not None:
-            from ident3d import atomic
 
-            atomic.write_json(args.out, checked.entry.document)
-            print(f"{args.out}: the entry around the fresh result")
-        return 0
-    result = _read_result(args.result)
+def _export(args: argparse.Namespace, here: Path) -> int:
+    from ident3d.leaderboard.hub_export import export
+
+    print(export(_entry(args.entries, args.entry_id), args.format, args.hub_dataset), end="")
+    return 0
+
+
+def _rescore(args: argparse.Namespace, here: Path) -> int:
+    from ident3d.leaderboard.entries import recheck
+
+    if args.out is not None:
+        from ident3d.cli.arguments import OutputError, check_not_an_input
+
+        for given in (args.entries, args.checkpoint, args.data):
+            check_not_an_input(args.out, "--out", (given,))
+        if args.out.exists():
+            raise OutputError(f"--out {args.out}: already exists; this command never overwrites a file. "
+                              "Fix: choose a new file name.")
+    checked = recheck(_entry(args.entries, args.entry_id), args.checkpoint, args.data)
+    print(f"{args.entry_id}: every metric the entry shows matches the re-scored {args.checkpoint} on "
+          f"{args.data}; " + ("the file is the one the entry was verified with (same sha256)"
+                             if checked.same_file else "the file's bytes differ from the one the entry "
+                             "was verified with (same scores, different sha256: exported again)"))
+    if args.out is not None:
+        from ident3d import atomic
+
+        atomic.write_json(args.out, checked.entry.document)
+        print(f"{args.out}: the entry around the fresh result")
+    return 0
+
+
+def _compare(args: argparse.Namespace, here: Path) -> int:
+    from ident3d.leaderboard.compare import report
+    from ident3d.leaderboard.entries import entry_from_result, load_entries
+    from ident3d.results import Result
+
+    result = Result.load(args.result)
+    candidate = entry_from_result(result, "Candidate0000Result", track=_track_id(args.track))
+    print(report(load_entries(args.entries), candidate, result.document["model"]["name"], wide=args.wide))
+    return 0
+
+
+def _add(args: argparse.Namespace, here: Path) -> int:
+    from ident3d.leaderboard.entries import entry_from_result, rescore, track_of, write_entry
+    from ident3d.results import Result
+    from ident3d.tracks import get_track
+
+    result = Result.load(args.result)
     track = _track_id(args.track)
-    if args.action == "compare":
-        candidate = entry_from_result(result, "Candidate0000Result", track=track)
-        print(report(load_entries(args.entries), candidate, result.document["model"]["name"], wide=args.wide))
-        return 0
     status = "self-reported"
     if args.checkpoint is not None:
         if args.data is None:
@@ -206,3 +212,6 @@ def run(args: argparse.Namespace) -> int:
     print(write_entry(entry, args.entries))
     print("now run `ident3d leaderboard build` to update LEADERBOARD.md and the page")
     return 0
+
+
+ACTIONS = {"build": _build, "export": _export, "rescore": _rescore, "compare": _compare, "add": _add}

@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         from ident3d.readers import read_json
         from ident3d.results import Result
 
-        result = Result(read_json(written, TrainingError, "re-run with --resume to score it again"))
+        result = Result.parse(read_json(written, TrainingError, "re-run with --resume to score it again"),
+                              str(written))
         print(result.table())
         print(f"wrote {written}")
         print(result.destination(written))
