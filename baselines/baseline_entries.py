@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ident3d import atomic
-from ident3d.baselines.experiment import Experiment, Run
+from ident3d.baselines.experiment import ENTRY_SUFFIX, PROTOCOL_RESULTS, Experiment, Run
 from ident3d.baselines.reproduction import load_runs, paired_spec, training_minutes
 from ident3d.manifest import read_manifest
 
@@ -74,11 +74,11 @@ def add_entries(experiment: Experiment, out: Path, entries: Path) -> list[Path]:
         about = describe(run)
         data = experiment.data_root(out, spec.data)
         track = run["v1"]["dataset"].get("track", "custom data")
-        for key, suffix in (("v1", ""), ("clica", "-clica")):
-            entry_id = f"{experiment.entry_prefix}_{spec.folder}{suffix}"
+        for key, protocol in (("v1", "ident3d-eval-v1"), ("clica", "cl-ica-2021")):
+            entry_id = experiment.entry_id(spec, protocol)
             if (entries / f"{entry_id}.json").exists():
                 continue
-            scored = run["folder"] / ("result.json" if key == "v1" else "result-cl-ica-2021.json")
+            scored = run["folder"] / PROTOCOL_RESULTS[protocol]
             result = rescore(Result.parse(run[key], str(scored)), run["folder"] / "encoder.pt2", data)
             entry = entry_from_result(
                 result, entry_id, status="public-split", name=f"{spec.folder} ({experiment.label})",
@@ -108,8 +108,8 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
         checkpoint = Path(out) / "runs" / spec.folder / "encoder.pt2"
         if not checkpoint.exists():
             continue
-        for suffix in ("", "-clica"):
-            entry_id = f"{experiment.entry_prefix}_{spec.folder}{suffix}"
+        for protocol in ENTRY_SUFFIX:
+            entry_id = experiment.entry_id(spec, protocol)
             path = entries / f"{entry_id}.json"
             if not path.exists():
                 lines.append(f"| {entry_id} | – | – | no entry (add it with --add-entries) |")

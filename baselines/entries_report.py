@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from ident3d.baselines.experiment import Run, load_experiment
+from ident3d.baselines.experiment import ENTRY_SUFFIX, Run, load_experiment
 from ident3d.baselines.relations import EXPERIMENT
 
 COLUMNS = (("cl-ica-2021", "linear_r2", "R² (cl-ica-2021)"),
@@ -31,12 +31,11 @@ def grouped(entries: list[Mapping[str, Any]]) -> dict[str, list[tuple[Run, dict[
     """Per seed group of the experiment, in its order: each run that has entries, with its entry per
     protocol."""
     experiment = load_experiment(EXPERIMENT)
-    prefix = experiment.entry_prefix + "_"
     by_id = {entry["id"]: entry for entry in entries}
     groups: dict[str, list[tuple[Run, dict[str, Mapping[str, Any]]]]] = {}
     for run in experiment.runs:
-        found = {entry["protocol"]: entry for entry in (by_id.get(prefix + run.folder),
-                                                        by_id.get(prefix + run.folder + "-clica")) if entry}
+        found = {entry["protocol"]: entry for entry in (by_id.get(experiment.entry_id(run, protocol))
+                                                        for protocol in ENTRY_SUFFIX) if entry}
         if found:
             groups.setdefault(run.group, []).append((run, found))
     return groups

@@ -9,9 +9,11 @@
 An experiment file (``baselines/cpu_track.toml`` documents the format) names its data sets (a track,
 exactly rendered pairs, or a custom render), its budgets, and its runs: a preset on a data set at a
 budget, with ``--set`` overrides and seeds. The driver renders and packs the data
-(``ident3d render``, ``ident3d pack``), trains each run (``ident3d train``, resumed from its checkpoint
-after an interruption), exports the pixel read-out for ``preset = "pixels"``, scores every encoder
-under both protocols (``ident3d evaluate``) and writes ``OUT/REPRODUCTION.md`` (the report of
+(``ident3d.render.job.render_split``, ``ident3d.packing.pack_split``: what ``ident3d render`` and
+``ident3d pack`` call), trains each run (``ident3d.baselines.train.train`` on the config
+``load_preset`` builds, resumed from its checkpoint after an interruption), exports the pixel
+read-out for ``preset = "pixels"``, scores every encoder under both protocols
+(``ident3d.evaluation.evaluate``) and writes ``OUT/REPRODUCTION.md`` (the report of
 ``ident3d.baselines.reproduction``). Every step is skipped when its output exists, and the data sets
 and runs are jobs of the experiments' driver (``ident3d.baselines.driver``), so several processes (or
 cluster jobs on a shared folder) may run one file into one OUT. Each run folder holds
@@ -21,7 +23,6 @@ cluster jobs on a shared folder) may run one file into one OUT. Each run folder 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -35,12 +36,11 @@ from typing import Any
 from ident3d import atomic
 from ident3d.baselines import presets
 from ident3d.baselines.driver import Job, run_jobs
-from ident3d.cli import main as ident3d
 from ident3d.errors import Ident3dError
-from ident3d.layout import SplitLayout
 from ident3d.tracks import get_track
 
 PROTOCOL_RESULTS = {"cl-ica-2021": "result-cl-ica-2021.json", "ident3d-eval-v1": "result.json"}
+ENTRY_SUFFIX = {"ident3d-eval-v1": "", "cl-ica-2021": "-clica"}  # of the committed entry ids, per protocol
 RUN_RECORD = "experiment.json"
 
 
@@ -88,6 +88,11 @@ class Experiment:
 
     def data_root(self, out: Path, name: str) -> Path:
         return Path(out) / "data" / name
+
+    def entry_id(self, run: Run, protocol: str) -> str:
+        """The id of ``run``'s entry under ``protocol``: made here, never parsed (the entry's own
+        ``protocol`` field says what it was scored under)."""
+        return f"{self.entry_prefix}_{run.folder}{ENTRY_SUFFIX[protocol]}"
 
     def data_ready(self, out: Path, name: str, train: bool = True) -> Path:
         """The marker ``prepare_data`` writes last, beside the data set (not in it): rendered and packed
@@ -165,41 +170,47 @@ def _preset_scale(path: Path, key: str, name: str) -> list[float]:
     return scale
 
 
-def _quiet(*argv: str) -> None:
-    code = ident3d(["-q", *argv])
-    if code:
-        raise ExperimentError(f"`ident3d {' '.join(argv)}` failed (exit {code}); see its error above.")
+def render_jobs(experiment: Experiment, out: Path, name: str) -> list:
+    """The render jobs of the data set ``name``, as ``ident3d render`` plans them from the same
+    settings (every split of a track, the test split first; pairs; or a custom render)."""
+    from ident3d.render.job import plan_job, plan_track_job
+    from ident3d.render.settings import resolve_settings
+
+    spec, root = experiment.data[name], experiment.data_root(out, name)
+    if "track" in spec:  # an OOD track's OOD splits too
+        track = get_track(spec["track"])
+        names = sorted(track.splits, key=lambda s: (s == "train", s != "test", s))
+        return [plan_track_job(root, track, split) for split in names]
+    if "pairs" in spec:
+        p = spec["pairs"]
+        if "style" in p:  # a content/style split: the style latents resampled, the rest shared
+            pairs = {"conditional": "normal", "scale": 0.1, "beta": None, "style": list(p["style"])}
+        else:
+            scale = [float(s) for s in (p["scale"] if isinstance(p["scale"], list) else [p["scale"]])]
+            pairs = {"conditional": p.get("conditional", "normal"),
+                     "scale": scale[0] if len(scale) == 1 else scale, "beta": None}
+        settings = resolve_settings(p["preset"], p["resolution"], None, device="cpu")
+        return [plan_job(root, p.get("split", "train"), n=p["n"], seed=p["seed"], variant=p["variant"],
+                         settings=settings, pairs=pairs)]
+    r = spec["render"]
+    settings = resolve_settings(r.get("preset", "preview"), r["resolution"], r.get("samples"), device="cpu")
+    return [plan_job(root, split, n=r[f"n_{split}"], seed=r[f"seed_{split}"], variant=r.get("variant", "v2"),
+                     settings=settings) for split in ("test", "train")]
 
 
 def prepare_data(experiment: Experiment, out: Path, name: str, workers: int, train: bool = True) -> Path:
     """Render (or resume rendering) and pack the data set ``name`` (without its training split when
     ``train`` is False: no selected run trains on it); return its root."""
+    from ident3d.packing import pack_split
+    from ident3d.render.job import render_split
+
     spec, root = experiment.data[name], experiment.data_root(out, name)
-    if "track" in spec:  # every split of the track (an OOD track's OOD splits too), the test split first
-        names = sorted(get_track(spec["track"]).splits, key=lambda s: (s == "train", s != "test", s))
-        splits = [(split, ["--track", spec["track"]]) for split in names]
-    elif "pairs" in spec:
-        p = spec["pairs"]
-        if "style" in p:  # a content/style split: the style latents resampled, the rest shared
-            positives = ["--style", ",".join(p["style"])]
-        else:
-            scale = p["scale"] if isinstance(p["scale"], list) else [p["scale"]]
-            positives = [*(["--conditional", p["conditional"]] if "conditional" in p else []),
-                         "--scale", ",".join(str(s) for s in scale)]
-        splits = [(p.get("split", "train"), ["--pairs", "--n", str(p["n"]), "--seed", str(p["seed"]),
-                                             *positives, "--variant", p["variant"], "--preset", p["preset"],
-                                             "--resolution", str(p["resolution"])])]
-    else:
-        r = spec["render"]
-        common = ["--variant", r.get("variant", "v2"), "--preset", r.get("preset", "preview"),
-                  "--resolution", str(r["resolution"])]
-        common += ["--samples", str(r["samples"])] if "samples" in r else []
-        splits = [(split, ["--n", str(r[f"n_{split}"]), "--seed", str(r[f"seed_{split}"]), *common])
-                  for split in ("test", "train")]
-    for split, flags in splits if train else [s for s in splits if s[0] != "train"]:
-        _quiet("render", "--data", str(root), "--split", split, "--workers", str(workers), *flags)
-        if not SplitLayout(root, split).packed.exists():
-            _quiet("pack", "--data", str(root), "--split", split)
+    for job in render_jobs(experiment, out, name):
+        if job.layout.split == "train" and not train:
+            continue
+        render_split(job, workers=workers, progress=False)
+        if not job.layout.packed.exists():
+            pack_split(root, job.layout.split, progress=False)
     if "test" in spec and not (root / "test").exists():  # scored on another data set's test split
         root.mkdir(parents=True, exist_ok=True)  # nothing rendered here when no selected run trains on it
         os.symlink((experiment.data_root(out, spec["test"]) / "test").resolve(), root / "test")
@@ -237,21 +248,22 @@ def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
 
             export_pixel_readout(encoder, resolution(data))
     elif not encoder.exists():
+        from ident3d.baselines.config import load_preset
+        from ident3d.baselines.train import train
+
         budget = run.budget
-        flags = ["--iterations", str(budget["steps"]), "--batch-size", str(budget["batch_size"]),
-                 "--lr", str(budget["lr"]), "--seed", str(run.seed), "--device", device,
-                 "--set", f"checkpoint_every={experiment.checkpoint_every}"]
-        for key, value in run.overrides.items():  # `ident3d train --set` reads TOML values; JSON's are TOML
-            flags += ["--set", f"{key}={json.dumps(value)}"]
+        settings = {"checkpoint_every": experiment.checkpoint_every, **run.overrides,  # the budget wins
+                    "iterations": budget["steps"], "batch_size": budget["batch_size"], "lr": budget["lr"],
+                    "seed": run.seed, "device": device, "data": str(data.resolve())}
         if not (folder / "config.json").exists() and run.continues:
             _start_from(Path(out) / "runs" / run.continues, folder)
-        if (folder / "config.json").exists():
-            flags.append("--resume")
-        _quiet("train", "--data", str(data), "--preset", run.preset, "--out", str(folder), *flags)
+        train(load_preset(run.preset, **settings), folder, resume=(folder / "config.json").exists(),
+              progress=False)
     for protocol, file in PROTOCOL_RESULTS.items():
         if not (folder / file).exists():
-            _quiet("evaluate", "--data", str(data), "--model", str(encoder), "--protocol", protocol,
-                   "--name", run.folder, "--out", str(folder / file))
+            from ident3d.evaluation import evaluate
+
+            evaluate(encoder, data, protocol=protocol, name=run.folder, progress=False).save(folder / file)
     atomic.write_json(folder / RUN_RECORD, asdict(run))  # last: `ident3d train` wants a fresh folder
     return folder
 
@@ -297,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from ident3d.baselines.baseline_entries import add_entries, check_entries
     from ident3d.baselines.reproduction import summarize
-    from ident3d.cli.arguments import check_not_an_input
+    from ident3d.outputs import check_not_an_input
 
     try:
         experiment = load_experiment(args.experiment)

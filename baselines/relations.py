@@ -133,11 +133,10 @@ def verdict(kind: str, found: tuple[float, float, float] | None, seeds: int) -> 
 
 def track_runs(entries: list[dict], data: tuple[str, ...] = (DATA,)) -> list[tuple[str, dict]]:
     """(preset, entry) of every run of the experiment on ``data`` scored on the track under PROTOCOL."""
-    prefix = load_experiment(EXPERIMENT).entry_prefix + "_"
-    runs = {run.folder: run for run in load_experiment(EXPERIMENT).runs if run.data in data}
-    return [(runs[folder].preset, entry) for entry in entries
-            if (folder := entry["id"].removeprefix(prefix).removesuffix("-clica")) in runs
-            and entry["dataset"] == TRACK and entry["protocol"] == PROTOCOL]
+    experiment = load_experiment(EXPERIMENT)
+    runs = {experiment.entry_id(run, PROTOCOL): run for run in experiment.runs if run.data in data}
+    return [(runs[entry["id"]].preset, entry) for entry in entries
+            if entry["id"] in runs and entry["dataset"] == TRACK and entry["protocol"] == PROTOCOL]
 
 
 def arms_here(entries: list[dict], data: tuple[str, ...] = (DATA,)) -> dict[str, dict[str, Arm]]:

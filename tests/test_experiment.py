@@ -133,26 +133,20 @@ def test_pairs_take_a_presets_scales_by_its_name():
 
 
 def test_exact_pairs_render_with_their_conditional_and_scales(tmp_path, monkeypatch):
-    import ident3d.baselines.experiment as experiment_module
+    import ident3d.packing
+    import ident3d.render.job
+    from ident3d.baselines.experiment import prepare_data, render_jobs
 
-    calls = []
-    monkeypatch.setattr(experiment_module, "_quiet", lambda *argv: calls.append(argv))
     experiment = load_experiment("baselines/cpu_track.toml")
-    for name in ("v2pairs-laplace", "v2pairs-moderate"):
-        (tmp_path / "data" / name / "train").mkdir(parents=True)  # as if packed: no pack call
-        (tmp_path / "data" / name / "train" / "images.npy").write_bytes(b"")
-        experiment_module.prepare_data(experiment, tmp_path, name, workers=1)
-    laplace, moderate = (" ".join(c) for c in calls if c[0] == "render")
-    assert "--pairs --n 25000 --seed 4 --conditional laplace --scale 0.1 " in laplace
-    assert "--conditional" not in moderate and "--scale 0.0877,0.1115," in moderate
-    calls.clear()
+    (laplace,) = render_jobs(experiment, tmp_path, "v2pairs-laplace")
+    (moderate,) = render_jobs(experiment, tmp_path, "v2pairs-moderate")
+    assert (laplace.seed, len(laplace.raw), laplace.layout.split) == (4, 50_000, "train")
+    assert laplace.pairs["conditional"] == "laplace" and laplace.pairs["scale"] == [0.1] * 10
+    assert moderate.pairs["conditional"] == "normal" and moderate.pairs["scale"][:2] == [0.0877, 0.1115]
     content_style = load_experiment("baselines/content_style.toml")  # the content/style track, test first
-    experiment_module.prepare_data(content_style, tmp_path / "cs", "cs", workers=1)
-    assert [c[:4] for c in calls if c[0] == "render"] == [
-        ("render", "--data", str(tmp_path / "cs/data/cs"), "--split")] * 2
-    assert [c[4:] for c in calls if c[0] == "render"] == [
-        ("test", "--workers", "1", "--track", "3dident-v2-64-cs"),
-        ("train", "--workers", "1", "--track", "3dident-v2-64-cs")]
+    jobs = render_jobs(content_style, tmp_path / "cs", "cs")
+    assert [(job.layout.root, job.layout.split) for job in jobs] == [(tmp_path / "cs/data/cs", "test"),
+                                                                     (tmp_path / "cs/data/cs", "train")]
     # a pairs data set that only lends its borrowed test split to the pixel read-out renders nothing
     (tmp_path / "lend.toml").write_text("""[data.pairs]
 pairs = { n = 8, seed = 0, style = ["object_hue"], variant = "v2", preset = "preview", resolution = 32 }
@@ -160,11 +154,15 @@ test = "plain"
 [data.plain]
 render = { n_train = 8, n_test = 8, seed_train = 0, seed_test = 1, resolution = 32 }
 """)
-    calls.clear()
+    calls = []
+    monkeypatch.setattr(ident3d.render.job, "render_split",
+                        lambda job, **kw: calls.append(("render", job.layout.split)))
+    monkeypatch.setattr(ident3d.packing, "pack_split",
+                        lambda root, split, **kw: calls.append(("pack", split)))
     lend = load_experiment(tmp_path / "lend.toml")
-    experiment_module.prepare_data(lend, tmp_path / "lend", "plain", workers=1, train=False)
-    experiment_module.prepare_data(lend, tmp_path / "lend", "pairs", workers=1, train=False)
-    assert [(c[0], c[4]) for c in calls] == [("render", "test"), ("pack", "test")]  # plain's test only
+    prepare_data(lend, tmp_path / "lend", "plain", workers=1, train=False)
+    prepare_data(lend, tmp_path / "lend", "pairs", workers=1, train=False)
+    assert calls == [("render", "test"), ("pack", "test")]  # plain's test only
     assert (tmp_path / "lend/data/pairs/test").resolve() == (tmp_path / "lend/data/plain/test").resolve()
 
 

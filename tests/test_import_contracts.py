@@ -96,6 +96,15 @@ def test_no_code_uses_the_old_top_level_names():
     assert old == []
 
 
+def test_only_the_command_line_imports_the_command_line():
+    """Drivers (the experiments, the demo's steps) call the library with typed arguments, not argv."""
+    found = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+             for folder in ("ident3d", *ROOMS) for path in sorted((ROOT / folder).rglob("*.py"))
+             if path.relative_to(ROOT).parts[:2] != ("ident3d", "cli") and path.name != "__main__.py"
+             for line, module in all_imports(path) if module.split(".")[:2] == ["ident3d", "cli"]]
+    assert found == []
+
+
 def test_no_room_imports_the_benchmarks():
     """benchmarks/ is outside the wheel: an import of it from a room would fail once installed."""
     found = [f"{path.relative_to(ROOT)}:{line} imports {module}"

@@ -14,7 +14,8 @@ import argparse
 from pathlib import Path
 from textwrap import fill
 
-from ident3d.cli.arguments import check_output_folder, positive_int
+from ident3d.cli.arguments import positive_int
+from ident3d.outputs import check_output_folder
 
 CPU_TRACK = "3dident-v2-64"
 DEMO_FRESH = 300  # images per fresh draw: about 10 s of rendering at 64 px; intervals about ±3 points

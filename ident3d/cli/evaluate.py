@@ -3,7 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import check_output_file, device_name, positive_float, positive_int, split_name
+from ident3d.cli.arguments import device_name, positive_float, positive_int, split_name
+from ident3d.outputs import check_output_file
 from ident3d.protocols import REGISTRY
 from ident3d.sandbox.limits import Limits, SandboxLimits
 

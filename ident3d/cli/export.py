@@ -3,7 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import add_dataset_root, check_output_folder, positive_int, split_name
+from ident3d.cli.arguments import add_dataset_root, positive_int, split_name
+from ident3d.outputs import check_output_folder
 
 HELP = "export a split as Parquet shards (Hugging Face datasets) or WebDataset tar shards"
 EXAMPLE = ("ident3d export --data data/cpu-track --split test --format parquet --out exports/cpu-track\n"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import add_dataset_root, check_not_an_input, check_output_folder, split_name
+from ident3d.cli.arguments import add_dataset_root, split_name
+from ident3d.outputs import check_not_an_input, check_output_folder
 
 HELP = "import a split exported with `ident3d export` (checks every image and the latents)"
 EXAMPLE = "ident3d import --from exports/cpu-track --split test --data data/imported"

@@ -123,8 +123,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace, here: Path) -> int:
-    from ident3d.cli.arguments import check_not_an_input
     from ident3d.leaderboard.build import build, stale
+    from ident3d.outputs import check_not_an_input
 
     args.markdown = args.markdown or here / "LEADERBOARD.md"
     args.site = args.site or here / "leaderboard" / "site" / "index.html"
@@ -151,7 +151,7 @@ def _rescore(args: argparse.Namespace, here: Path) -> int:
     from ident3d.leaderboard.entries import recheck
 
     if args.out is not None:
-        from ident3d.cli.arguments import OutputError, check_not_an_input
+        from ident3d.outputs import OutputError, check_not_an_input
 
         for given in (args.entries, args.checkpoint, args.data):
             check_not_an_input(args.out, "--out", (given,))

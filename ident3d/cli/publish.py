@@ -3,7 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import add_dataset_root, check_output_folder, positive_int, split_name
+from ident3d.cli.arguments import add_dataset_root, positive_int, split_name
+from ident3d.outputs import check_output_folder
 
 HELP = ("publish splits for a data hub: Parquet shards, Croissant 1.1 metadata, a Hugging Face dataset "
         "card and a datasheet")

@@ -8,13 +8,13 @@ from ident3d.cli.arguments import (
     VARIANT_HELP,
     add_dataset_root,
     blender_device,
-    check_output_folder,
     nonnegative_int,
     positive_int,
     split_name,
     variant_arg,
 )
 from ident3d.latents import CONDITIONALS
+from ident3d.outputs import check_output_folder
 from ident3d.render.settings import PRESETS
 
 HELP = "render a 3DIdent split with Blender (resumable; local processes, Ray, or one shard)"

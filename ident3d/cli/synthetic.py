@@ -3,7 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import check_output_file, nonnegative_int, positive_float, positive_int
+from ident3d.cli.arguments import nonnegative_int, positive_float, positive_int
+from ident3d.outputs import check_output_file
 
 HELP = ("the papers' synthetic experiments (Zimmermann et al. Tables 1-2, AnInfoNCE's controlled "
         "experiment): list rows, run a row and seed, report")

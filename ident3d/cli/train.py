@@ -5,12 +5,12 @@ from pathlib import Path
 
 from ident3d.baselines import presets
 from ident3d.cli.arguments import (
-    check_output_folder,
     device_name,
     nonnegative_int,
     positive_float,
     positive_int,
 )
+from ident3d.outputs import check_output_folder
 
 HELP = "train a baseline encoder (ResNet18, the paper's losses) from a preset; exports and scores it"
 EXAMPLE = ("ident3d train --data data/3dident --preset normal-box --out runs/normal-box --device gpu\n"

@@ -3,7 +3,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import VARIANT_HELP, blender_device, check_output_file, positive_int, variant_arg
+from ident3d.cli.arguments import VARIANT_HELP, blender_device, positive_int, variant_arg
+from ident3d.outputs import check_output_file
 from ident3d.render.settings import PRESETS
 
 HELP = "render a latent-traversal figure: one row per latent swept over its range (Figure 3)"
