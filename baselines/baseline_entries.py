@@ -101,7 +101,7 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
     With ``refreshed``, each entry whose every metric matches is also written there around its fresh
     result (the companion sections of today's evaluator, this file's sha256), ready to replace the old."""
     from ident3d.errors import ResultError
-    from ident3d.leaderboard.entries import Entry, recheck, write_entry
+    from ident3d.leaderboard.entries import Entry, rescore_entry, write_entry
 
     lines = ["| entry | checkpoint sha256 | re-scored | verdict |", "|---|---|---|---|"]
     for spec in experiment.runs:
@@ -116,7 +116,7 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
                 continue
             entry = Entry.parse(json.loads(path.read_text()), str(path))
             try:
-                checked = recheck(entry, checkpoint, experiment.data_root(out, spec.data))
+                checked = rescore_entry(entry, checkpoint, experiment.data_root(out, spec.data))
             except ResultError as error:
                 same_file = atomic.sha256_file(checkpoint) == entry["checkpoint_sha256"]
                 lines.append(f"| {entry_id} | {'same' if same_file else 'DIFFERENT'} | "

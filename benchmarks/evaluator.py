@@ -27,12 +27,12 @@ from ident3d import metrics
 from ident3d.baselines.train import export_program
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
+from ident3d.fake_splits import write_fake_split
 from ident3d.inference import Runner
 from ident3d.protocols import PER_LATENT, REGISTRY
 from ident3d.sandbox.loading import program_module
 from ident3d.sandbox.pt2_reader import read_archive
 from ident3d.submissions import Standardisation, check_features
-from ident3d.synthetic import write_synthetic_split
 
 BATCH = 128
 
@@ -75,7 +75,7 @@ def encode_with(run, dataset: ThreeDIdent, bf16: bool = False) -> tuple[np.ndarr
 
 def encoding_table(n_images: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        write_synthetic_split(Path(tmp), "test", n_images, 224, seed=0, pixels="network", png=False)
+        write_fake_split(Path(tmp), "test", n_images, 224, seed=0, pixels="network", png=False)
         dataset = ThreeDIdent(tmp, "test")
         torch.manual_seed(0)
         export_program(torchvision.models.resnet18(num_classes=10), Path(tmp) / "encoder.pt2", 224)

@@ -4,7 +4,7 @@
 
 Creates a venv, installs torch the way ``--torch`` says (by default PyTorch's CPU index), then
 ``ident3d[faiss]`` from this clone, and measures the time of each step and the venv's size. In the
-new venv it then writes a small synthetic split, exports a small encoder and scores it with
+new venv it then writes a small fake split, exports a small encoder and scores it with
 ``ident3d.evaluate`` (the sandboxed path), and lists what must not be there: bpy, torchvision,
 NVIDIA or CUDA distributions, and CUDA libraries mapped into the process. Prints a Markdown
 section; ``--readme`` also writes the figures to ``benchmarks/lean-install.json`` and the README's
@@ -38,12 +38,12 @@ from importlib.metadata import distributions
 from pathlib import Path
 import torch
 import ident3d
-from ident3d.synthetic import write_synthetic_split
+from ident3d.fake_splits import write_fake_split
 
 names = sorted({d.metadata["Name"].lower() for d in distributions()})
 with tempfile.TemporaryDirectory() as tmp:
     root = Path(tmp)
-    write_synthetic_split(root, "test", n=64, size=16, pixels="network")
+    write_fake_split(root, "test", n=64, size=16, pixels="network")
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2), torch.nn.ReLU(),
                                 torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10))
     auto = torch.export.Dim.AUTO

@@ -25,10 +25,10 @@ from torch.utils.data import DataLoader, Dataset
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.extras import require
+from ident3d.fake_splits import write_fake_split
 from ident3d.latents import sample_conditional
 from ident3d.packing import pack_split
 from ident3d.pairs import ContrastivePairs, PairLoader, build_index
-from ident3d.synthetic import write_synthetic_split
 
 BATCH = 256
 IMAGES = {64: 5000, 224: 1500}  # images per benchmark split
@@ -103,7 +103,7 @@ def stages(packed: ThreeDIdent) -> list[tuple[str, float]]:
 def benchmark(size: int, batches: int, tmp: Path) -> None:
     n = IMAGES[size]
     for name in ("png", "packed"):  # the same seeded images twice; one copy gets packed
-        write_synthetic_split(tmp / name, "train", n=n, size=size)
+        write_fake_split(tmp / name, "train", n=n, size=size)
     pack_split(tmp / "packed", "train", progress=False)
     png, packed = ThreeDIdent(tmp / "png", "train"), ThreeDIdent(tmp / "packed", "train")
     length = BATCH * (batches + 2)

@@ -29,8 +29,8 @@ from ident3d.baselines import presets
 from ident3d.baselines.experiment import load_experiment
 from ident3d.baselines.reports import write_block
 from ident3d.datasets import ThreeDIdent
+from ident3d.fake_splits import write_fake_split
 from ident3d.pairs import ContrastivePairs
-from ident3d.synthetic import write_synthetic_split
 from ident3d.tracks import get_track
 from ident3d.variants import get_variant
 
@@ -59,7 +59,7 @@ def measure(scratch: Path) -> dict[int, dict[str, np.ndarray]]:
     """Per split size: the realised spreads for each asked setting."""
     out = {}
     for n in SIZES:
-        write_synthetic_split(scratch / str(n), "train", n=n, size=1, png=False, seed=0)
+        write_fake_split(scratch / str(n), "train", n=n, size=1, png=False, seed=0)
         data = ThreeDIdent(scratch / str(n), "train")
         train = get_track(TRACK).splits["train"]
         if n == train.n and data.manifest["raw_latents_sha256"] != train.latents_sha256:

@@ -6,7 +6,7 @@
 Two tables. Memory layout: forward, backward and Adam steps of the `normal-box` encoder on a fixed
 batch, contiguous against channels-last (what `ident3d.baselines.train` uses), with the first losses of
 each so that equal maths can be seen. The loop: `ident3d.baselines.train.train` end to end on a packed
-synthetic split written on the spot (a fixed random network of uniform latents, the layout and
+fake split written on the spot (a fixed random network of uniform latents, the layout and
 manifest of a rendered split), reporting images/s and the share of wall time spent waiting for
 data; on a GPU with and without bf16 autocast. Nothing on a GPU was measured on this project's
 machines (README, "What was not measured here").
@@ -24,7 +24,7 @@ import torch
 
 from ident3d.baselines.config import load_preset
 from ident3d.baselines.train import build_model, read_log, train
-from ident3d.synthetic import write_synthetic_split
+from ident3d.fake_splits import write_fake_split
 
 
 def layout_table(device: torch.device, size: int, batch: int, steps: int = 6) -> None:
@@ -58,8 +58,8 @@ def layout_table(device: torch.device, size: int, batch: int, steps: int = 6) ->
 def loop_table(device: torch.device, size: int, n: int, iterations: int, batch: int, compile: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
-        write_synthetic_split(data, "train", n, size, seed=0, pixels="network", png=False)
-        write_synthetic_split(data, "test", 512, size, seed=1, pixels="network", png=False)
+        write_fake_split(data, "train", n, size, seed=0, pixels="network", png=False)
+        write_fake_split(data, "test", 512, size, seed=1, pixels="network", png=False)
         print(f"\ntraining loop: synthetic {size} px, batch {batch} pairs, {iterations} steps, "
               f"compile={compile}\n")
         print("| device | autocast | images/s | data wait (share of wall time) | final loss |")

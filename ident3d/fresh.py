@@ -27,7 +27,7 @@ from ident3d import metrics
 from ident3d.errors import DatasetError
 from ident3d.protocols import ScoringProtocol
 from ident3d.tracks import Track
-from ident3d.tracks.verification import RENDERERS
+from ident3d.tracks.identity import RENDERERS
 
 GAP_METRICS = ("linear_r2", "mcc_pearson")  # the metrics tables rank by
 BOOTSTRAP_DRAWS = 2000

@@ -245,12 +245,12 @@ def rescore(result: Result, checkpoint: Path, data: Path, tolerance: float = 1e-
 
 
 @dataclass(frozen=True)
-class Recheck:
+class Rescored:
     entry: Entry  # the entry again, around the fresh result (new companion sections, this file's sha256)
     same_file: bool  # the file is the one the entry was verified with
 
 
-def recheck(entry: Entry, checkpoint: Path, data: Path) -> Recheck:
+def rescore_entry(entry: Entry, checkpoint: Path, data: Path) -> Rescored:
     """Re-score ``checkpoint`` on ``data`` against everything the entry shows (its table metrics and
     its result's per-latent values); raise naming the first value that differs. Equal scores from
     different bytes happen when a model is exported again by another version of torch or of this
@@ -261,7 +261,7 @@ def recheck(entry: Entry, checkpoint: Path, data: Path) -> Recheck:
         again = {**again, "fresh": entry["result"]["fresh"]}
     document = dict(entry.document)
     document.update(result=again, metrics=again["metrics"], checkpoint_sha256=again["model"]["sha256"])
-    return Recheck(Entry.parse(document, f"entry {entry['id']} re-scored"),
+    return Rescored(Entry.parse(document, f"entry {entry['id']} re-scored"),
                    atomic.sha256_file(checkpoint) == entry.get("checkpoint_sha256"))
 
 

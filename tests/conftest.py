@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ident3d.synthetic import write_synthetic_split as write_fake_split  # noqa: F401 (used by tests)
+from ident3d.fake_splits import write_fake_split  # noqa: F401 (used by tests)
 
 REPO = Path(__file__).resolve().parents[1]
 # Renders kept across test runs live beside the user's own cache, found before the session moves HOME

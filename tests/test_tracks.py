@@ -115,7 +115,7 @@ def test_noise_with_the_tracks_latents_and_fingerprint_is_not_the_track(tiny_tra
         noise = rng.permutation(pixels.reshape(-1, 3))  # same pixels, shuffled: same mean and std
         Image.fromarray(noise.reshape(pixels.shape)).save(path)
     layout = SplitLayout(tmp_path / "noise", "test")
-    assert tracks.verification._fingerprint_differences(track, layout, 1) == []  # the forgery passes it
+    assert tracks.identity._fingerprint_differences(track, layout, 1) == []  # the forgery passes it
     for quick in (False, True):
         [found] = tracks.differences(track, layout, quick=quick)
         assert found.startswith("pixels: ") and "not the track's images" in found

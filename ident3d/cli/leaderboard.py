@@ -148,7 +148,7 @@ def _export(args: argparse.Namespace, here: Path) -> int:
 
 
 def _rescore(args: argparse.Namespace, here: Path) -> int:
-    from ident3d.leaderboard.entries import recheck
+    from ident3d.leaderboard.entries import rescore_entry
 
     if args.out is not None:
         from ident3d.outputs import OutputError, check_not_an_input
@@ -158,7 +158,7 @@ def _rescore(args: argparse.Namespace, here: Path) -> int:
         if args.out.exists():
             raise OutputError(f"--out {args.out}: already exists; this command never overwrites a file. "
                               "Fix: choose a new file name.")
-    checked = recheck(_entry(args.entries, args.entry_id), args.checkpoint, args.data)
+    checked = rescore_entry(_entry(args.entries, args.entry_id), args.checkpoint, args.data)
     print(f"{args.entry_id}: every metric the entry shows matches the re-scored {args.checkpoint} on "
           f"{args.data}; " + ("the file is the one the entry was verified with (same sha256)"
                              if checked.same_file else "the file's bytes differ from the one the entry "

@@ -60,7 +60,7 @@ def track_verdict(root: Path, split: str, name: str, quick: bool, full: bool) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from ident3d.verify import verify_split
+    from ident3d.integrity import check_integrity
 
     splits = args.split or sorted(p.parent.name for p in args.data.glob("*/raw_latents.npy"))
     if not splits:
@@ -74,12 +74,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     failed = False
     for split in splits:
-        report = verify_split(args.data, split, args.quick)
+        report = check_integrity(args.data, split, args.quick)
         if args.repair and (report.broken or report.packed_stale):
             print(f"{split}: repairing {len(report.broken)} image(s)"
                   + (" and images.npy" if report.packed_stale else ""))
             repair(args.data, split, report, args.workers, not args.quiet)
-            report = verify_split(args.data, split, args.quick)
+            report = check_integrity(args.data, split, args.quick)
         print(f"{split}: {report.checked} images checked, {len(report.problems)} problems")
         for problem in report.problems:
             print(f"  - {problem}")

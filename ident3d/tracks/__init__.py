@@ -11,9 +11,7 @@ results on equal data share a key and results on different data never do (docs/t
 
 from __future__ import annotations
 
-from ident3d.tracks.registry import PUBLISHED, SplitSpec, Track, TrackError, get_track, tracks
-from ident3d.tracks.table import markdown_block, summary_rows
-from ident3d.tracks.verification import (
+from ident3d.tracks.identity import (
            content_sha256,
            custom_key,
            differences,
@@ -21,6 +19,8 @@ from ident3d.tracks.verification import (
            identify,
            spec_sha256,
 )
+from ident3d.tracks.registry import PUBLISHED, SplitSpec, Track, TrackError, get_track, tracks
+from ident3d.tracks.table import markdown_block, summary_rows
 
 __all__ = ["PUBLISHED", "SplitSpec", "Track", "TrackError", "content_sha256",
            "custom_key", "differences", "fingerprint", "get_track", "identify", "markdown_block",

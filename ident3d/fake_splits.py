@@ -1,5 +1,6 @@
-"""Synthetic splits without Blender, in the real on-disk layout: for tests, benchmarks and trying the
-loaders and the evaluator before anything is rendered.
+"""Fake splits without Blender, in the real on-disk layout: for tests, benchmarks and trying the
+loaders and the evaluator before anything is rendered (not to be confused with the synthetic
+benchmark of the papers' MLP experiments, ``ident3d.baselines.synthetic``).
 
 Two kinds of pixels: ``colours`` (each image a flat colour set by the first three latents, plus
 seeded noise; fast) and ``network`` (a fixed random network of all ten latents, upsampled, so every
@@ -45,7 +46,7 @@ def network_pixels(z: np.ndarray, size: int) -> np.ndarray:
     return np.concatenate(images)
 
 
-def write_synthetic_split(root: Path, split: str = "train", n: int = 50, size: int = 16,
+def write_fake_split(root: Path, split: str = "train", n: int = 50, size: int = 16,
                           manifest: bool = True, seed: int = 0, *, pixels: str = "colours",
                           png: bool = True, variant: str = "v2") -> Path:
     """Write ``root/split`` with ``n`` images of ``size`` px and latents of ``variant`` drawn with
@@ -75,7 +76,7 @@ def write_synthetic_split(root: Path, split: str = "train", n: int = 50, size: i
         flat = images.reshape(-1, 3) / 255.0
         mean, std = flat.mean(0).round(6).tolist(), flat.std(0).round(6).tolist()
     document = build_manifest(
-        variant=variant, n=n, padding=width, renderer={"name": f"ident3d.synthetic ({pixels})"},
+        variant=variant, n=n, padding=width, renderer={"name": f"ident3d.fake_splits ({pixels})"},
         settings={"resolution": size}, seeds={"latents": seed}, latents_sha256=atomic.sha256_array(z),
         files={p.name: atomic.sha256_file(p) for p in paths} if png else {}, image_mean=mean,
         image_std=std)

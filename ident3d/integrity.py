@@ -19,7 +19,7 @@ QUICK_SAMPLE = 100
 
 @dataclass
 class Report:
-    """What ``verify_split`` found: ``broken`` images can be re-rendered, the rest cannot."""
+    """What ``check_integrity`` found: ``broken`` images can be re-rendered, the rest cannot."""
 
     checked: int = 0
     problems: list[str] = field(default_factory=list)
@@ -27,7 +27,7 @@ class Report:
     packed_stale: bool = False
 
 
-def verify_split(root, split: str, quick: bool = False) -> Report:
+def check_integrity(root, split: str, quick: bool = False) -> Report:
     """Check one split; an empty ``problems`` list means it is sound."""
     lay = SplitLayout(root, split)
     report = Report()

@@ -1,4 +1,4 @@
-"""Is this split a track's split? Verification reads only the split's content (docs/tracks.md):
+"""Is this split a track's split? Identification reads only the split's content (docs/tracks.md):
 latents, variant spec, pixel settings, fingerprint and a random sample re-rendered now for a
 rendered track; a content hash over every file for the published one. Any other split is
 ``custom:<hash>``."""
