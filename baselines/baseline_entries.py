@@ -114,11 +114,12 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
             if not path.exists():
                 lines.append(f"| {entry_id} | – | – | no entry (add it with --add-entries) |")
                 continue
-            entry = Entry.parse(json.loads(path.read_text()), str(path))
-            try:
-                checked = rescore_entry(entry, checkpoint, experiment.data_root(out, spec.data))
+            shown = json.loads(path.read_text())
+            try:  # an entry file that is no valid entry is a difference too, named by its field
+                checked = rescore_entry(Entry.parse(shown, str(path)), checkpoint,
+                                        experiment.data_root(out, spec.data))
             except ResultError as error:
-                same_file = atomic.sha256_file(checkpoint) == entry["checkpoint_sha256"]
+                same_file = atomic.sha256_file(checkpoint) == shown.get("checkpoint_sha256")
                 lines.append(f"| {entry_id} | {'same' if same_file else 'DIFFERENT'} | "
                              f"{str(error).split('. Fix:')[0]} | DIFFERS |")
                 continue

@@ -151,7 +151,8 @@ def test_the_evaluator_scores_the_rendered_ood_splits_and_refuses_a_forged_one(
         tiny_ood, tmp_path, monkeypatch, caplog):
     from ident3d.baselines.pixels import export_pixel_readout
     from ident3d.datasets import ThreeDIdent
-    from ident3d.evaluation import encode, evaluate, score
+    from ident3d.evaluation import encode, evaluate
+    from ident3d.protocols import REGISTRY
 
     track, data = tiny_ood
     known = {**tracks.tracks(), track.name: track}
@@ -169,9 +170,10 @@ def test_the_evaluator_scores_the_rendered_ood_splits_and_refuses_a_forged_one(
     own = {name: encode(mean_colour, d, np.arange(len(d)), torch.device("cpu"), 16, False).astype(np.float64)
            for name, d in sets.items()}
     continuous = sets["test"].variant_spec.continuous_columns
-    expected = score(sets["test"].latents[:, continuous].astype(np.float64), own["test"], "ident3d-eval-v1",
-                     ood={"test-extrapolation": (sets["test-extrapolation"].latents[:, continuous]
-                                                 .astype(np.float64), own["test-extrapolation"])})["ood"]
+    expected = REGISTRY["ident3d-eval-v1"].score(
+        sets["test"].latents[:, continuous].astype(np.float64), own["test"],
+        ood={"test-extrapolation": (sets["test-extrapolation"].latents[:, continuous].astype(np.float64),
+                                    own["test-extrapolation"])}).companions["ood"]
     pairs = zip(evaluated["splits"][0]["per_latent"], expected["splits"][0]["per_latent"], strict=True)
     for got, want in pairs:
         assert got["linear_r2"] == pytest.approx(want["linear_r2"], abs=1e-6), got["factor"]

@@ -144,12 +144,13 @@ def test_entries_are_rescored_and_verified(tmp_path):
     table = check_entries(experiment, out, entries)
     assert table.count("| matches |") == 2 and "DIFFER" not in table
     entry_path = entries / "Ident2026CpuTrack_v2-pixels.json"
-    tampered = json.loads(entry_path.read_text())
+    tampered = json.loads(entry_path.read_text())  # a valid entry that claims more than the file scores
     tampered["metrics"]["linear_r2"] += 0.01
+    tampered["result"]["metrics"]["linear_r2"] = tampered["metrics"]["linear_r2"]
     entry_path.write_text(json.dumps(tampered))
     clica_path = entries / "Ident2026CpuTrack_v2-pixels-clica.json"
     other = json.loads(clica_path.read_text())
-    other["checkpoint_sha256"] = "0" * 64  # the entry was made from another checkpoint
+    other["checkpoint_sha256"] = other["result"]["model"]["sha256"] = "0" * 64  # made from another export
     clica_path.write_text(json.dumps(other))
     lines = {line.split(" | ")[0].strip("| "): line
              for line in check_entries(experiment, out, entries).splitlines()}
