@@ -29,7 +29,6 @@ from ident3d.baselines.config import load_preset
 from ident3d.baselines.experiment import load_experiment
 from ident3d.baselines.learning_curves import CURVES
 from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, Arm, arm_of, difference_text
-from ident3d.variants import FACTOR_NAMES
 
 PROTOCOL, DATA = "ident3d-eval-v1", "v2pairs-moderate"
 ANINFONCE, ISOTROPIC, L2 = "aninfonce-sphere", "aninfonce-isotropic-sphere", "normal-unbounded"
@@ -131,7 +130,8 @@ def latent_lines(arms: dict[str, Seeds], scale: list[float]) -> list[str]:
     learned = arms[ANINFONCE].precision if ANINFONCE in arms else []
     lines = ["| latent | positive scale | Lambda (AnInfoNCE) | linear R²: AnInfoNCE / isotropic / L2 "
              "| kernel R²: AnInfoNCE / isotropic / L2 |", "|---|---:|---:|---|---|"]
-    for k, factor in enumerate(FACTOR_NAMES):
+    names = [p["factor"] for p in next(s.per_latent[0] for s in arms.values() if s.per_latent)]
+    for k, factor in enumerate(names):
         lam = f"{statistics.fmean(p[k] for _, p in learned):.3g}" if learned else "–"
         r2 = [" / ".join(_latent_mean(arms.get(p), k, readout) for p in ARMS)
               for readout in ("linear_r2", "nonlinear_r2")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,16 @@ def load_preset(name: str, **overrides: Any) -> TrainConfig:
     values = _coerce(presets.read(name), f"baselines/presets/{name}.toml")
     values.update(_coerce({k: v for k, v in overrides.items() if v is not None}, "overrides"))
     return TrainConfig(preset=name, **values)
+
+
+def build_config(preset: str, *, data: Path | str, config_file: Path | None = None,
+                 settings: Sequence[str] = (), **flags: Any) -> TrainConfig:
+    """A run's config in layers, each later one winning: the preset, the TOML ``config_file``, each
+    ``key=value`` of ``settings`` in order, the ``flags`` that are not None, and ``data``."""
+    layers = read_config_file(config_file) if config_file else {}
+    layers.update(parse_settings(list(settings)))
+    layers.update({k: v for k, v in flags.items() if v is not None})
+    return load_preset(preset, **{**layers, "data": str(data)})
 
 
 def from_json(values: dict[str, Any]) -> TrainConfig:

@@ -8,17 +8,18 @@ sampler state, and the number of DataLoader workers does not change the data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from ident3d.batching import image_batch
+from ident3d.batching import collate_views, image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
 from ident3d.extras import require
-from ident3d.pairs import ContrastivePairs, RenderedPairs, seeded
+from ident3d.pairs import ContrastivePairs, PairBatch, RenderedPairs, seeded
 
 v2 = require("torchvision.transforms.v2")  # the baselines extra
 
@@ -50,6 +51,19 @@ def simclr_augmentation(size: int) -> torch.nn.Module:
     ])
 
 
+class AnchorBatch(NamedTuple):
+    """A batch of anchors without positives: images (B, 3, H, W) and their latents (B, k)."""
+
+    x: torch.Tensor
+    z: torch.Tensor
+
+
+def collate_batch(items: Sequence[tuple[torch.Tensor, ...]]) -> PairBatch | AnchorBatch:
+    """``collate_views``, named: items of four fields make a ``PairBatch``, of two an ``AnchorBatch``."""
+    fields = collate_views(items)
+    return PairBatch(*fields) if len(fields) == len(PairBatch._fields) else AnchorBatch(*fields)
+
+
 class Anchors(Dataset):
     """Items ``(x, z)``: uniformly drawn images with their latents (for the supervised topline)."""
 
@@ -78,7 +92,7 @@ class AugmentedPairs(Anchors):
 
     def __init__(self, dataset: ThreeDIdent, seed: int = 0) -> None:
         super().__init__(dataset, seed)
-        self.augment = simclr_augmentation(dataset.load_array(0).shape[0])
+        self.augment = simclr_augmentation(dataset.image_shape[0])
 
     def _views(self, image: torch.Tensor, item: int) -> tuple[torch.Tensor, torch.Tensor]:
         return seeded(lambda x: (self.augment(x), self.augment(x)), image, (self.seed, item, 1))

@@ -23,7 +23,6 @@ from ident3d.baselines.anisotropy import learned_precision as matched_precision
 from ident3d.baselines.relations import arms_of, arms_paper, relation_lines
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 from ident3d.manifest import read_manifest
-from ident3d.variants import FACTOR_NAMES
 
 HUES = ("object_hue", "spotlight_hue", "ground_hue")
 
@@ -116,10 +115,10 @@ def summarize(out: Path) -> str:
         lines += ["Hue latents, normal-box, per-latent R² under ident3d-eval-v1 (linear / kernel; seed "
                   "mean):", "", "| latent | v2 | legacy |", "|---|---:|---:|"]
         for hue in HUES:
-            i = FACTOR_NAMES.index(hue)
             cells = []
             for variant in ("v2", "legacy"):
                 names = by_group[f"{variant}-normal-box"]
+                i = latent_names(runs[names[0]]).index(hue)
                 linear = statistics.fmean(runs[n]["v1"]["per_latent"][i]["linear_r2"] for n in names)
                 kernel = statistics.fmean(runs[n]["v1"]["per_latent"][i]["nonlinear_r2"] for n in names)
                 cells.append(f"{pct(linear)} / {pct(kernel)}")
@@ -129,10 +128,15 @@ def summarize(out: Path) -> str:
     lines += snapped_section(by_group, runs)
     lines += ["Every latent, linear R² under ident3d-eval-v1:", "",
               "| latent | " + " | ".join(runs) + " |", "|---|" + "---:|" * len(runs)]
-    for i, factor in enumerate(FACTOR_NAMES):
+    for i, factor in enumerate(latent_names(next(iter(runs.values())))):
         lines.append(f"| {factor} | " + " | ".join(pct(r["v1"]["per_latent"][i]["linear_r2"])
                                                    for r in runs.values()) + " |")
     return "\n".join(lines) + "\n"
+
+
+def latent_names(run: dict[str, Any]) -> list[str]:
+    """The latents of a run's dataset, in the order its result scores them."""
+    return [p["factor"] for p in run["v1"]["per_latent"]]
 
 
 def learned_precision(run: dict[str, Any]) -> list[float]:
@@ -150,14 +154,14 @@ def anisotropic_section(by_group: dict, runs: dict) -> list[str]:
         return []
     a, i = runs[aniso[0]], runs[iso[0]]
     scale = paired_spec(a["config"])["scale"]
-    scale = scale if isinstance(scale, list) else [scale] * len(FACTOR_NAMES)
+    scale = scale if isinstance(scale, list) else [scale] * len(latent_names(a))
     lam = learned_precision(a)
     rho = spearmanr(lam, [1 / s**2 for s in scale]).statistic
     lines = ["AnInfoNCE against isotropic InfoNCE on the same exactly rendered pairs (ident3d-eval-v1, "
              "linear R² / MCC; Lambda: AnInfoNCE's learned precision of the feature matched to the latent):",
              "", "| latent | positive scale | Lambda | R² AnInfoNCE | R² isotropic | MCC AnInfoNCE "
              "| MCC isotropic |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for k, factor in enumerate(FACTOR_NAMES):
+    for k, factor in enumerate(latent_names(a)):
         pa, pi = a["v1"]["per_latent"][k], i["v1"]["per_latent"][k]
         lines.append(f"| {factor} | {scale[k]:g} | {lam[k]:.3g} | {pct(pa['linear_r2'])} | "
                      f"{pct(pi['linear_r2'])} | {pct(pa['mcc_pearson'])} | {pct(pi['mcc_pearson'])} |")
@@ -199,7 +203,7 @@ def snapped_section(by_group: dict, runs: dict) -> list[str]:
              "realised std of z_pos - z; R²: linear, ident3d-eval-v1):", "",
              "| latent | asked | spread snapped | spread exact | R² snapped | R² exact |",
              "|---|---:|---:|---:|---:|---:|"]
-    for k, factor in enumerate(FACTOR_NAMES):
+    for k, factor in enumerate(latent_names(s)):
         r2 = [pct(run["v1"]["per_latent"][k]["linear_r2"]) for run in (s, e)]
         lines.append(f"| {factor} | {asked[k]:g} | {spread_s[k]:.3f} | {spread_e[k]:.3f} "
                      f"| {r2[0]} | {r2[1]} |")

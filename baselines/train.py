@@ -23,7 +23,6 @@ import os
 import shutil
 import time
 import warnings
-from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -44,14 +43,13 @@ from ident3d.baselines.checkpoints import (
 from ident3d.baselines.config import TrainConfig, from_json, resume_differences
 from ident3d.baselines.losses import build_loss
 from ident3d.baselines.models import ARCH, Encoder
-from ident3d.baselines.positives import StepBatches, pair_source
-from ident3d.batching import collate_views
+from ident3d.baselines.positives import AnchorBatch, StepBatches, collate_batch, pair_source
 from ident3d.datasets import ThreeDIdent
 from ident3d.devices import resolve_device
 from ident3d.errors import TrainingError
 from ident3d.evaluation import encode, evaluate
 from ident3d.layout import SplitLayout
-from ident3d.pairs import PairDataset, PairLoader
+from ident3d.pairs import PairBatch, PairDataset, PairLoader
 
 log = logging.getLogger(__name__)
 
@@ -116,22 +114,18 @@ def saved_config(path: Path) -> TrainConfig:
         return from_json(json.loads(metadata["config"]))
 
 
-def splits_identity(config: TrainConfig) -> str:
-    """The sha256 of the training and scoring splits' latents: what a run's data is, wherever it lies."""
-    parts = []
-    for split in (config.train_split, config.eval_split):  # read as the loader reads them (checked)
-        if SplitLayout(Path(config.data), split).raw_latents.exists():
-            parts.append(f"{split}:{atomic.sha256_array(ThreeDIdent(config.data, split).latents)}")
-        else:
-            parts.append(f"{split}:-")
-    return " ".join(parts)
+def splits_identity(splits: list[tuple[str, ThreeDIdent | None]]) -> str:
+    """The sha256 of the training and scoring splits' latents as the loader reads them (None: a split
+    that is not there): what a run's data is, wherever it lies."""
+    return " ".join(f"{name}:{'-' if split is None else atomic.sha256_array(split.latents)}"
+                    for name, split in splits)
 
 
-def moved_data(checkpoint: Path, config: TrainConfig) -> bool:
-    """True when the run's data now lies at ``config.data`` (a moved run or demo folder): the
-    checkpoint records the same splits. Checkpoints written before the identity was recorded: False."""
+def moved_data(checkpoint: Path, identity: str) -> bool:
+    """True when the checkpoint records the same splits as ``identity``, the data's where it lies
+    now (a moved run or demo folder). Checkpoints written before the identity was recorded: False."""
     recorded = checkpoint_metadata(checkpoint).get("data_identity")
-    return recorded is not None and recorded == splits_identity(config)
+    return recorded is not None and recorded == identity
 
 
 # ---- logs ----
@@ -191,14 +185,12 @@ def export(model: Encoder, out: Path, resolution: int) -> tuple[Path, Path]:
 
 # ---- the loop ----
 
-def training_batch(batch: Sequence[torch.Tensor], pairs: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The images one step encodes (anchors, then their positives when the loss takes pairs) and the
-    anchors' latents, from a ``PairBatch`` (x, x_pos, z, z_pos) or an anchors-only batch (x, z)."""
-    if pairs:
-        x, x_pos, z, _ = batch
-        return torch.cat([x, x_pos]), z
-    x, z = batch
-    return x, z
+def training_batch(batch: PairBatch | AnchorBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """The images one step encodes (anchors, then their positives when the batch has them) and the
+    anchors' latents."""
+    if isinstance(batch, PairBatch):
+        return torch.cat([batch.x, batch.x_pos]), batch.z
+    return batch.x, batch.z
 
 
 def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int,
@@ -214,7 +206,7 @@ def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int,
                    prefetch_factor=4 if workers else None)
     if isinstance(source, PairDataset):
         return PairLoader(source, **options)
-    return DataLoader(source, collate_fn=collate_views, **options)
+    return DataLoader(source, collate_fn=collate_batch, **options)
 
 
 def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: bool = True,
@@ -238,20 +230,20 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
         atomic.replace_folder(staging, out)
         return out / made.relative_to(staging)
     checkpoint, log_path = out / "checkpoint.safetensors", out / "log.jsonl"
+    train_set = ThreeDIdent(config.data, config.train_split)
+    has_eval = SplitLayout(Path(config.data), config.eval_split).raw_latents.exists()
+    eval_set = ThreeDIdent(config.data, config.eval_split) if has_eval else None
+    data_identity = splits_identity([(config.train_split, train_set), (config.eval_split, eval_set)])
     if resume and checkpoint.exists():
         saved = saved_config(checkpoint)
         diff = resume_differences(saved, config)
-        if saved.data != config.data and moved_data(checkpoint, config):
+        if saved.data != config.data and moved_data(checkpoint, data_identity):
             log.info("the data moved from %s to %s (same splits); resuming there", saved.data, config.data)
             diff = [d for d in diff if not d.startswith("data:")]
         if diff:
             raise TrainingError(f"--resume {out}: the saved run used other settings ({'; '.join(diff)}). "
                                 "Fix: repeat the original settings, or start a new --out.")
     device = resolve_device(config.device)
-    train_set = ThreeDIdent(config.data, config.train_split)
-    data_identity = splits_identity(config)
-    has_eval = SplitLayout(Path(config.data), config.eval_split).raw_latents.exists()
-    eval_set = ThreeDIdent(config.data, config.eval_split) if has_eval else None
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_json(out / "config.json", config.to_json())
     log.info("config %s", json.dumps(config.to_json(), sort_keys=True))
@@ -292,7 +284,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
             before = time.perf_counter()
             batch = next(batches)
             waited += time.perf_counter() - before
-            x, z = training_batch(batch, pairs)
+            x, z = training_batch(batch)
             z = z.to(device, non_blocking=True)
             x = x.to(device, non_blocking=True, memory_format=torch.channels_last)
             if x.dtype == torch.uint8:
@@ -327,7 +319,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                 save_checkpoint(checkpoint, step, model, criterion, optimizer,
                                 {"config": json.dumps(config.to_json()), "data_identity": data_identity})
 
-    resolution = train_set.load_array(0).shape[0]
+    resolution = train_set.image_shape[0]
     pt2, _ = export(model, out, resolution)
     if eval_set is None:
         log.warning("no %s split under %s: skipped the final evaluation", config.eval_split, config.data)

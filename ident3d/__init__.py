@@ -21,14 +21,13 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 LAZY = {"ThreeDIdent": "ident3d.datasets", "ContrastivePairs": "ident3d.pairs",
         "RenderedPairs": "ident3d.pairs", "PairLoader": "ident3d.pairs",
         "evaluate": "ident3d.evaluation", "get_track": "ident3d.tracks",
-        "sample_conditional": "ident3d.latents", "sample_uniform": "ident3d.latents",
-        "SceneParams": "ident3d.scene", "FACTOR_NAMES": "ident3d.variants", "FACTORS": "ident3d.variants",
+        "sample_conditional": "ident3d.latents", "SceneParams": "ident3d.scene",
         "Variant": "ident3d.variants", "get_variant": "ident3d.variants",
         "scene_params": "ident3d.variants"}
 
-__all__ = ["FACTORS", "FACTOR_NAMES", "ContrastivePairs", "PairLoader", "RenderedPairs", "SceneParams",
+__all__ = ["ContrastivePairs", "PairLoader", "RenderedPairs", "SceneParams",
            "ThreeDIdent", "Variant", "__version__", "evaluate", "get_track", "get_variant",
-           "sample_conditional", "sample_uniform", "scene_params"]
+           "sample_conditional", "scene_params"]
 
 
 def __getattr__(name: str):

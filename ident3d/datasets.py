@@ -18,7 +18,7 @@ from ident3d.captions import captions
 from ident3d.errors import DatasetError, LatentError
 from ident3d.extras import require
 from ident3d.layout import SplitLayout, padding_width
-from ident3d.manifest import channel_stats, image_size_problem, manifest_resolution, read_manifest
+from ident3d.manifest import channel_stats, image_size_problem, manifest_resolution, read_manifest_and_sha256
 from ident3d.readers import open_image, read_array, read_regular
 from ident3d.variants import split_variant
 
@@ -67,8 +67,10 @@ class ThreeDIdent(Dataset):
                 "Fix: render it (`ident3d render`), download it (`ident3d download` or "
                 "download=True), or point root at the folder that holds the split.")
         raw = read_array(self.layout.raw_latents, DatasetError, self.layout.repair_command())
-        self.manifest: dict[str, Any] | None = (
-            read_manifest(self.layout.manifest) if self.layout.manifest.exists() else None)
+        self.manifest: dict[str, Any] | None = None
+        self.manifest_sha256: str | None = None  # of the bytes self.manifest was parsed from
+        if self.layout.manifest.exists():
+            self.manifest, self.manifest_sha256 = read_manifest_and_sha256(self.layout.manifest)
         try:
             self.variant_spec = split_variant(self.manifest)
             self.latents = self.variant_spec.check_raw(raw, str(self.layout.raw_latents)).astype(np.float32)
@@ -158,9 +160,12 @@ class ThreeDIdent(Dataset):
 
     @functools.cached_property
     def image_shape(self) -> tuple[int, int, int]:
-        """(H, W, 3) of every image: the packed array's, else the first PNG's."""
+        """(H, W, 3) of every image: the packed array's, else the manifest's resolution (every image
+        read is held to it), else the first PNG's."""
         if self.is_packed:
             return tuple(self._packed_array().shape[1:])
+        if self.resolution is not None:
+            return (self.resolution, self.resolution, 3)
         return tuple(self.load_array(0).shape)
 
     def load_batch(self, indices: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -203,15 +208,3 @@ class ThreeDIdent(Dataset):
         """A torchvision ``Normalize`` with this split's own statistics (not the original constants)."""
         mean, std = self.channel_stats()
         return require("torchvision.transforms").Normalize(mean, std)
-
-
-def manifest_summary(root: Path, split: str) -> dict[str, Any]:
-    """A small JSON-able identity of a split, for result files."""
-    lay = SplitLayout(Path(root), split)
-    if lay.manifest.exists():
-        from ident3d.atomic import sha256_file
-
-        manifest = read_manifest(lay.manifest)
-        return {"variant": manifest["variant"], "n": manifest["n"],
-                "manifest_sha256": sha256_file(lay.manifest)}
-    return {"variant": "legacy (no manifest)", "n": None, "manifest_sha256": None}

@@ -25,7 +25,7 @@ from tqdm import tqdm
 from ident3d import fresh as fresh_module
 from ident3d import metrics
 from ident3d.batching import image_batch
-from ident3d.datasets import ThreeDIdent, manifest_summary
+from ident3d.datasets import ThreeDIdent
 from ident3d.devices import resolve_device
 from ident3d.errors import DatasetError, SubmissionError
 from ident3d.inference import Runner
@@ -247,15 +247,14 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
                 if drawn else None)
     finally:
         sub.close()
-    summary = manifest_summary(Path(data_root), split)
     document = {
         "schema": RESULT_SCHEMA,
         "protocol": scoring.name,
         "protocol_version": scoring.version,
-        "dataset": {"name": "3dident", "split": split, "variant": summary["variant"],
+        "dataset": {"name": "3dident", "split": split, "variant": dataset.variant,
                     "track": track,
-                    "n": len(dataset), "manifest_sha256": summary["manifest_sha256"],
-                    "resolution": list(dataset.load_array(0).shape[:2])},
+                    "n": len(dataset), "manifest_sha256": dataset.manifest_sha256,
+                    "resolution": list(dataset.image_shape[:2])},
         "model": {"name": name or sub.path.stem, "file": sub.path.name, "sha256": sub.sha256,
                   "kind": sub.kind, "arch": sub.arch, "self_reported": sub.self_reported,
                   "feature_dim": public.feature_dim,

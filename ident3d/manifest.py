@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ident3d.errors import DatasetError
-from ident3d.readers import open_image, read_json
+from ident3d.readers import open_image, read_json_and_bytes
 from ident3d.variants import Variant, get_variant, manifest_fields
 
 MANIFEST_FORMAT = 1
@@ -18,8 +19,8 @@ MANIFEST_FORMAT = 1
 def factor_table(variant: Variant) -> list[dict[str, Any]]:
     """One row per latent: index, name, group, scene quantity, unit, description, raw range."""
     return [{"index": f.index, "name": f.name, "group": f.group, "scene_quantity": f.scene_quantity,
-             "unit": f.unit, "description": f.description, "periodic": False, "low": f.low,
-             "high": f.high, **({"classes": list(f.classes)} if f.is_class else {})}
+             "unit": f.unit, "description": f.description, "low": f.low, "high": f.high,
+             **({"classes": list(f.classes)} if f.is_class else {})}
             for f in variant.factors]
 
 
@@ -33,7 +34,6 @@ def build_manifest(*, variant: str | Variant, n: int, padding: int, renderer: di
         "format_version": MANIFEST_FORMAT,
         "dataset": "3dident",
         **manifest_fields(variant),
-        "mapping_version": variant.name,
         "factors": factor_table(variant),
         "n": n,
         "padding": padding,
@@ -49,14 +49,19 @@ def build_manifest(*, variant: str | Variant, n: int, padding: int, renderer: di
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
-    manifest = read_json(path, DatasetError, "restore it, or re-create the split")
+    return read_manifest_and_sha256(path)[0]
+
+
+def read_manifest_and_sha256(path: Path) -> tuple[dict[str, Any], str]:
+    """The manifest and the sha256 of the bytes it was parsed from (what a result records)."""
+    manifest, raw = read_json_and_bytes(path, DatasetError, "restore it, or re-create the split")
     if not isinstance(manifest, dict):
         raise DatasetError(f"{path}: not a manifest (a JSON object). Fix: restore it, or re-create "
                            "the split.")
     if manifest.get("format_version") != MANIFEST_FORMAT:
         raise DatasetError(f"{path}: manifest format {manifest.get('format_version')!r}, this "
                            f"version of ident3d reads format {MANIFEST_FORMAT}. Fix: upgrade ident3d.")
-    return manifest
+    return manifest, hashlib.sha256(raw).hexdigest()
 
 
 MAX_IMAGE_SIDE = 4096  # the largest image side accepted where a manifest names no resolution

@@ -123,9 +123,15 @@ def load_npy_bytes(data: bytes) -> np.ndarray:
 
 def read_json(path: Path, error: type[Ident3dError], fix: str) -> Any:
     """A JSON document (NaN and Infinity refused); any failure becomes ``error`` naming the file."""
+    return read_json_and_bytes(path, error, fix)[0]
+
+
+def read_json_and_bytes(path: Path, error: type[Ident3dError], fix: str) -> tuple[Any, bytes]:
+    """``read_json``, with the bytes the document was parsed from (to hash exactly what was read)."""
     path = Path(path)
     try:
-        return parse_json(read_regular(path, MAX_JSON_BYTES))
+        raw = read_regular(path, MAX_JSON_BYTES)
+        return parse_json(raw), raw
     except FileNotFoundError:
         raise error(f"{path}: no such file. Fix: {fix}") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError covers bad JSON and UTF-8

@@ -10,7 +10,6 @@ from ident3d.leaderboard.companions import COLUMNS, companion_metrics
 from ident3d.leaderboard.legend import MEANINGS
 from ident3d.leaderboard.ranking import Row, archived_entries, fresh_draw, ranked_tables, scores
 from ident3d.tracks import tracks
-from ident3d.variants import FACTOR_NAMES
 
 PAGE_FIELDS = ("id", "name", "paper", "code", "authors", "positives", "loss", "model_space", "status",
                "footnote", "dataset", "protocol", "metrics", "metrics_std")
@@ -48,7 +47,7 @@ def page_data(entries: list[Row]) -> dict:
     known = {t.id: {"title": t.title, "description": t.description} for t in tracks().values()}
     archived = [{**page_row(e), "archived": e["archived"]} for e in archived_entries(entries)]
     return {"entries": rows, "archived": archived, "legend": MEANINGS,
-            "factors": list(FACTOR_NAMES), "companion_columns": [list(c) for c in COLUMNS],
+            "companion_columns": [list(c) for c in COLUMNS],
             "tables": [[track, protocol, len(rows)] for (track, protocol), rows in tables.items()],
             "tracks": {track: known[track] for track, _ in tables if track in known}}
 

@@ -52,8 +52,9 @@ class RenderJob:
     def padding(self) -> int:
         return padding_width(self.n)
 
-    def spec(self) -> dict[str, Any]:
-        """What must agree between runs writing into the same split."""
+    def record(self) -> dict[str, Any]:
+        """The job record (``render_job.json``): what must agree between runs writing into the same
+        split."""
         return {
             **manifest_fields(self.variant),
             "render_settings": self.settings.pixel_identity(),
@@ -141,7 +142,7 @@ def plan_track_job(root: Path, track, split: str, device: str = "cpu", draw: tup
         job = plan_job(root, split, n=spec.n, seed=spec.seed, variant=track.variant,
                        settings=track_settings(track, device), regions=regions,
                        raw=split_latents(track, split, spec) if regions else None)
-    if draw is None and job.spec()["raw_latents_sha256"] != spec.latents_sha256:
+    if draw is None and job.record()["raw_latents_sha256"] != spec.latents_sha256:
         raise RenderError(f"track {track.id}: seed {spec.seed} no longer gives the track's latents with "
                           "this numpy (sha256 differs), so this render would not be the track. Fix: "
                           "report it; the track then needs its latents file shipped.")
@@ -161,13 +162,14 @@ def _differences(old: dict, new: dict) -> list[str]:
     return [f"{k}: on disk {old.get(k)!r}, now {new.get(k)!r}" for k in new if old.get(k) != new[k]]
 
 
-def prepare(job: RenderJob) -> None:
-    """Refuse to mix settings with what is on disk; then write latents and the job record."""
+def prepare(job: RenderJob) -> dict[str, Any]:
+    """Refuse to mix settings with what is on disk; then write latents and the job record, and
+    return the record (the one read from disk, which agrees with the job, or the one written)."""
     lay = job.layout
-    spec = job.spec()
-    if lay.render_job.exists():
-        old = _read(lay.render_job)
-        diff = _differences(old, spec)
+    record = job.record()
+    old = _read(lay.render_job) if lay.render_job.exists() else None
+    if old is not None:
+        diff = _differences(old, record)
         if diff:
             raise ManifestMismatchError(
                 f"{lay.folder} already holds a render with other settings ({'; '.join(diff)}). "
@@ -184,8 +186,10 @@ def prepare(job: RenderJob) -> None:
     if not lay.captions.exists():
         text = "".join(f"{line}\n" for line in captions(job.variant.scene_params(job.raw)))
         atomic.write_bytes(lay.captions, text.encode())
-    if not lay.render_job.exists():
-        atomic.write_json(lay.render_job, spec)
+    if old is not None:
+        return old
+    atomic.write_json(lay.render_job, record)
+    return record
 
 
 def shard_range(n: int, shard: int, num_shards: int) -> range:
@@ -214,7 +218,7 @@ def render_split(job: RenderJob, *, engine: str = "local", workers: int = 1,
     if engine not in engines.ENGINES:
         raise RenderError(f"unknown engine {engine!r}; expected one of {', '.join(engines.ENGINES)}")
     lay = job.layout
-    prepare(job)
+    record = prepare(job)
     if lay.manifest.exists():
         broken = [i for i in range(job.n) if not image_is_complete(lay.image(i, job.padding))]
         if broken:
@@ -232,7 +236,7 @@ def render_split(job: RenderJob, *, engine: str = "local", workers: int = 1,
                   desc=f"render {lay.split} {shard[0]}/{shard[1]}", disable=not progress) as bar:
             engines.run(engine, job.settings, tasks, workers, ray_address, bar.update)
     write_shard_record(job, shard, indices)
-    return finalize(lay) if shards_complete(lay) else None
+    return finalize(lay, record) if shards_complete(lay, job.n) else None
 
 
 def _shard_path(lay: SplitLayout, shard: int, num_shards: int) -> Path:
@@ -256,43 +260,44 @@ def _records(lay: SplitLayout) -> list[dict]:
     return [_read(p) for p in sorted(lay.shards.glob("shard-*.json"))]
 
 
-def shards_complete(lay: SplitLayout) -> bool:
-    n = _read(lay.render_job)["n"]
+def shards_complete(lay: SplitLayout, n: int) -> bool:
     covered = np.zeros(n, dtype=bool)
     for r in _records(lay):
         covered[r["start"]:r["stop"]] = True
     return bool(covered.all())
 
 
-def finalize(lay: SplitLayout) -> Path:
-    """Merge shard records into ``manifest.json`` (with image statistics) and drop the records."""
+def finalize(lay: SplitLayout, record: dict[str, Any] | None = None) -> Path:
+    """Merge shard records into ``manifest.json`` (with image statistics) and drop the records;
+    ``record`` is the split's job record when the caller holds it, else it is read from disk."""
     if lay.manifest.exists():
         read_manifest(lay.manifest)
         return lay.manifest
-    if not lay.render_job.exists():
-        raise RenderError(f"{lay.folder}: no render job to finalize. Fix: run `ident3d render` first.")
-    spec = _read(lay.render_job)
-    if not shards_complete(lay):
+    if record is None:
+        if not lay.render_job.exists():
+            raise RenderError(f"{lay.folder}: no render job to finalize. Fix: run `ident3d render` first.")
+        record = _read(lay.render_job)
+    if not shards_complete(lay, record["n"]):
         raise RenderError(f"{lay.folder}: some shards are not rendered yet "
                           f"({len(_records(lay))} records in {lay.shards}). Fix: render them, then "
                           "run `ident3d render --finalize` again.")
     files: dict[str, str] = {}
-    for record in _records(lay):
-        files.update(record["files"])
-    n, padding = spec["n"], padding_width(spec["n"])
+    for shard in _records(lay):
+        files.update(shard["files"])
+    n, padding = record["n"], padding_width(record["n"])
     names = [lay.image(i, padding).name for i in range(n)]
     missing = [name for name in names if name not in files]
     if missing:
         raise RenderError(f"{lay.folder}: shard records miss {missing[:3]}. Fix: re-run the shards.")
     mean, std = channel_stats([lay.images / name for name in names])
     renderer = {"name": "ident3d.render", "ident3d": _version("ident3d"),
-                "blender": _version("bpy"), "engine": spec["render_settings"]["engine"]}
-    seeds = {"latents": spec["seed"], "cycles": spec["render_settings"]["cycles_seed"]}
+                "blender": _version("bpy"), "engine": record["render_settings"]["engine"]}
+    seeds = {"latents": record["seed"], "cycles": record["render_settings"]["cycles_seed"]}
     manifest = build_manifest(
-        variant=split_variant(spec), n=n, padding=padding, renderer=renderer,
-        settings=spec["render_settings"], seeds=seeds, latents_sha256=spec["raw_latents_sha256"],
+        variant=split_variant(record), n=n, padding=padding, renderer=renderer,
+        settings=record["render_settings"], seeds=seeds, latents_sha256=record["raw_latents_sha256"],
         files={name: files[name] for name in names}, image_mean=mean, image_std=std,
-        pairs=spec.get("pairs"))
+        pairs=record.get("pairs"))
     atomic.write_json(lay.manifest, manifest)
     # Temporary images of workers killed mid-write; safe to drop only now that no shard is running.
     for path in lay.images.glob(".*.tmp.png"):

@@ -8,7 +8,7 @@ import pytest
 
 import ident3d.baselines.anisotropy as anisotropy
 from ident3d.baselines.anisotropy import learned_precision, section
-from ident3d.variants import FACTOR_NAMES
+from ident3d.variants import get_variant
 
 
 def test_each_latent_gets_the_precision_of_the_feature_matched_to_it():
@@ -20,7 +20,7 @@ def test_each_latent_gets_the_precision_of_the_feature_matched_to_it():
 
 def _entry(folder, linear, mcc, per_latent_r2, matching):
     per_latent = [{"factor": f, "linear_r2": r, "nonlinear_r2": r + 0.05, "mcc_pearson": mcc}
-                  for f, r in zip(FACTOR_NAMES, per_latent_r2, strict=True)]
+                  for f, r in zip(get_variant("v2").names, per_latent_r2, strict=True)]
     return {"id": f"Ident2026CpuTrack_{folder}", "protocol": "ident3d-eval-v1",
             "metrics": {"linear_r2": linear, "nonlinear_r2": linear + 0.05, "mcc_pearson": mcc},
             "result": {"per_latent": per_latent, "matching": matching}}

@@ -4,16 +4,17 @@ from scipy import stats
 
 from ident3d.errors import LatentError
 from ident3d.latents import N_LATENTS, sample_conditional, sample_uniform
-from ident3d.variants import FACTOR_NAMES, FACTORS, get_variant
+from ident3d.variants import get_variant
 
-check_raw_latents = get_variant("v2").check_raw
+V2 = get_variant("v2")
+check_raw_latents = V2.check_raw
 
 
 def test_factor_table_is_complete_and_ordered():
-    assert [f.index for f in FACTORS] == list(range(N_LATENTS))
-    assert len(set(FACTOR_NAMES)) == N_LATENTS
-    assert FACTOR_NAMES[7:] == ("object_hue", "spotlight_hue", "ground_hue")
-    assert all(f.low == -1 and f.high == 1 for f in FACTORS)
+    assert [f.index for f in V2.factors] == list(range(N_LATENTS))
+    assert len(set(V2.names)) == N_LATENTS
+    assert V2.names[7:] == ("object_hue", "spotlight_hue", "ground_hue")
+    assert all(f.low == -1 and f.high == 1 for f in V2.factors)
 
 
 def test_uniform_sampling_is_seeded_and_in_box():

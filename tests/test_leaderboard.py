@@ -27,6 +27,7 @@ from ident3d.leaderboard.entries import (
 from ident3d.leaderboard.markdown import render_markdown
 from ident3d.leaderboard.ranking import ranked_tables, table_of
 from ident3d.results import Result
+from ident3d.variants import get_variant
 
 PAPER = ENTRIES_DIR / "Zimmermann2021Contrastive_normal-box.json"
 
@@ -48,10 +49,8 @@ def result_of(*args, **kwargs) -> Result:
 
 
 def fake_result(r2=0.8, mcc=0.7, protocol="ident3d-eval-v1", sha="ab" * 32, track="3dident-published@1"):
-    from ident3d.variants import FACTOR_NAMES
-
     per = [{"factor": f, "linear_r2": r2, "nonlinear_r2": r2, "mcc_pearson": mcc, "mcc_spearman": mcc}
-           for f in FACTOR_NAMES]
+           for f in get_variant("v2").names]
     from ident3d.tracks import tracks
 
     known = tracks().get(track.partition("@")[0])  # a result agrees with the track it names
@@ -427,7 +426,8 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
                    if '"v2-normal-box"' in line]
         assert [cells[0] != '""' for cells in grouped] == [True, False, False, False]  # mean, then runs
         assert grouped[0][1] == '"group:v2-normal-box"' and '"linear_r2_sd"' in lines[0]
-        heat = page.locator("#heat-r2 table")
+        heat = page.locator("#heat-r2 table")  # its columns are the latents the table's results name
+        assert heat.locator("th.sortable").all_text_contents() == list(get_variant("v2").names)
         values = heat.evaluate("""t => [...t.rows].slice(1).map(r => [...r.cells].slice(1).map(
             c => ({text: c.textContent, best: c.classList.contains('best')})))""")
         for j in range(len(values[0])):  # the best value of every latent is marked, and only it

@@ -163,6 +163,18 @@ def test_original_presets_differ_from_their_variant_in_the_box_and_the_denominat
     assert isotropic.scale == scales and isotropic.loss == "aninfonce-isotropic"
 
 
+def test_each_layer_of_a_config_wins_over_the_ones_before_it(tmp_path):
+    from ident3d.baselines.config import build_config
+
+    preset = load_preset("smoke")
+    (tmp_path / "mine.toml").write_text('lr = 0.5\nseed = 7\ntau = 0.25\ndata = "elsewhere"\n')
+    config = build_config("smoke", data=tmp_path, config_file=tmp_path / "mine.toml",
+                          settings=["seed=8", "tau=0.3", "tau=0.4"], lr=None, seed=9)
+    assert config.lr == 0.5  # the file over the preset (a None flag is not set)
+    assert config.tau == 0.4 and config.seed == 9  # --set over the file (the last wins), a flag over --set
+    assert config.data == str(tmp_path) and config.iterations == preset.iterations
+
+
 def test_bad_configs_name_the_field():
     with pytest.raises(TrainingError, match="unknown preset 'normal-cube'.*normal-box"):
         load_preset("normal-cube")
@@ -195,6 +207,25 @@ def test_augmented_pairs_are_seeded_per_item_and_leave_the_global_rng_alone(tmp_
     assert x1.shape == (3, 24, 24) and not torch.equal(x1, x2) and torch.equal(z, z_pos)
     assert 0 <= float(x1.min()) and float(x1.max()) <= 1
     assert not np.array_equal(a[0][0].numpy(), a[1][0].numpy())
+
+
+def test_every_source_yields_named_batches_and_a_step_encodes_anchors_then_positives(tmp_path):
+    from conftest import write_fake_split
+    from torch.utils.data import DataLoader
+
+    from ident3d.baselines.positives import AnchorBatch, Anchors, collate_batch
+    from ident3d.baselines.train import training_batch
+    from ident3d.pairs import PairBatch
+
+    write_fake_split(tmp_path, "train", n=20, size=24)
+    dataset = ThreeDIdent(tmp_path, "train")
+    pairs = next(iter(DataLoader(AugmentedPairs(dataset, seed=3), batch_size=4, collate_fn=collate_batch)))
+    anchors = next(iter(DataLoader(Anchors(dataset, seed=3), batch_size=4, collate_fn=collate_batch)))
+    assert isinstance(pairs, PairBatch) and isinstance(anchors, AnchorBatch)
+    x, z = training_batch(pairs)
+    assert torch.equal(x, torch.cat([pairs.x, pairs.x_pos])) and z is pairs.z and x.shape == (8, 3, 24, 24)
+    x, z = training_batch(anchors)
+    assert x is anchors.x and z is anchors.z and x.shape == (4, 3, 24, 24)
 
 
 def test_cosine_schedule_decays_to_zero_and_fixes_the_length_of_a_run():

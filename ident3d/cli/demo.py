@@ -79,7 +79,7 @@ def reference_readouts(data: Path, models: Path, results: Path, progress: bool) 
 
     models.mkdir(parents=True, exist_ok=True)
     test = ThreeDIdent(data, "test")
-    size = test.load_array(0).shape[0]
+    size = test.image_shape[0]
     files = {"pixel-readout": models / "pixels.pt2", "true-latents": models / "true_latents.npy"}
     if not files["pixel-readout"].exists():
         export_pixel_readout(files["pixel-readout"], size)

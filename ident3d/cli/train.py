@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ident3d.baselines.config import load_preset, parse_settings, read_config_file
+    from ident3d.baselines.config import build_config
     from ident3d.baselines.train import train
 
     check_output_folder(args.out, "--out", reads=(args.data, args.config))
@@ -56,12 +56,10 @@ def run(args: argparse.Namespace) -> int:
 
         raise TrainingError(f"--resume {args.out}: no run there to resume (no config.json). "
                             "Fix: drop --resume to start a new run.")
-    settings = read_config_file(args.config) if args.config else {}
-    settings.update(parse_settings(args.settings))
-    flags = dict(device=args.device, iterations=args.iterations, batch_size=args.batch_size, lr=args.lr,
-                 seed=args.seed, workers=args.workers, compile=args.compile, amp=args.amp, stem=args.stem)
-    settings.update({k: v for k, v in flags.items() if v is not None})
-    config = load_preset(args.preset, **{**settings, "data": str(args.data.resolve())})
+    config = build_config(args.preset, data=args.data.resolve(), config_file=args.config,
+                          settings=args.settings, device=args.device, iterations=args.iterations,
+                          batch_size=args.batch_size, lr=args.lr, seed=args.seed, workers=args.workers,
+                          compile=args.compile, amp=args.amp, stem=args.stem)
     written = train(config, args.out, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite)
     if written.name == "result.json":  # scored on the test split: show the score as evaluate does
         from ident3d.errors import TrainingError

@@ -51,8 +51,11 @@ def fingerprint(layout: SplitLayout, images: int, padding: int) -> tuple[list[fl
     return channel_stats(paths)
 
 
-def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full: bool = False) -> list[str]:
+def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full: bool = False,
+                read: tuple[np.ndarray, dict[str, Any] | None] | None = None) -> list[str]:
     """Everything that keeps ``layout`` from being ``track``'s split of that name; [] = verified.
+    ``read`` is the split's raw latents and manifest when the caller has read them (``identify``);
+    otherwise they are read here.
 
     The track's sample (``recheck.images``, sized so that a split with 1% of its images altered
     fails with probability at least 99.9%) is re-rendered once per content: a split whose every
@@ -60,7 +63,7 @@ def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full:
     a handful of images instead; ``full`` re-renders every image."""
     spec = track.split(layout.split)
     try:
-        latents = read_array(layout.raw_latents, DatasetError, layout.repair_command())
+        latents = read[0] if read else read_array(layout.raw_latents, DatasetError, layout.repair_command())
     except DatasetError as error:
         return [str(error)]
     if track.source == "download":
@@ -72,10 +75,10 @@ def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full:
     if sha != spec.latents_sha256:
         found.append(f"latents: sha256 {sha[:12]}..., the track's are {spec.latents_sha256[:12]}... "
                      f"(uniform, seed {spec.seed}, n {spec.n})")
-    if not layout.manifest.exists():
-        return [*found, f"{layout.manifest}: missing, so variant and render settings are unknown"]
     try:
-        manifest = read_manifest(layout.manifest)
+        manifest = read[1] if read else read_manifest(layout.manifest) if layout.manifest.exists() else None
+        if manifest is None:
+            return [*found, f"{layout.manifest}: missing, so variant and render settings are unknown"]
         variant = split_variant(manifest)
     except (DatasetError, LatentError) as error:
         return [*found, str(error)]
@@ -216,7 +219,8 @@ def _published_differences(spec: SplitSpec, layout: SplitLayout) -> list[str]:
 
 
 def identify(layout: SplitLayout, latents: np.ndarray, manifest: dict[str, Any] | None) -> str:
-    """The id of the track this split verifiably is, else its custom key."""
+    """The id of the track this split verifiably is, else its custom key. ``latents`` and
+    ``manifest`` are what the caller read of the split (``ThreeDIdent``): they are not read again."""
     for track in registry.tracks().values():
         spec = track.splits.get(layout.split)
         if spec is None or spec.n != len(latents):
@@ -225,6 +229,6 @@ def identify(layout: SplitLayout, latents: np.ndarray, manifest: dict[str, Any] 
             continue
         if track.source == "download" and spec.content_sha256 is None:
             continue  # nothing to prove it against (see _published_differences)
-        if not differences(track, layout):
+        if not differences(track, layout, read=(latents, manifest)):
             return track.id
     return custom_key(latents, manifest)

@@ -27,7 +27,7 @@ from ident3d.variants.spec import (
     variant_from_dict,
 )
 
-__all__ = ["DEFAULT_VARIANT", "FACTORS", "FACTOR_NAMES", "FROZEN", "STYLE_STREAM", "Factor", "Mechanism",
+__all__ = ["DEFAULT_VARIANT", "FROZEN", "STYLE_STREAM", "Factor", "Mechanism",
            "Variant", "VariantError", "builtin_names", "get_variant", "manifest_fields", "parse_scale",
            "scene_latents", "scene_params", "split_variant", "variant_from_dict"]
 
@@ -39,7 +39,3 @@ def scene_params(raw: np.ndarray, variant: str | Variant = DEFAULT_VARIANT) -> S
 
 def scene_latents(raw: np.ndarray, variant: str | Variant = DEFAULT_VARIANT) -> np.ndarray:
     return get_variant(variant).scene_latents(raw)
-
-
-FACTORS: tuple[Factor, ...] = get_variant(DEFAULT_VARIANT).factors
-FACTOR_NAMES: tuple[str, ...] = get_variant(DEFAULT_VARIANT).names
