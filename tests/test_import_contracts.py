@@ -158,6 +158,10 @@ def test_the_wheel_installs_one_import_name(tmp_path):
     assert {"ident3d/render/job.py", "ident3d/baselines/train.py", "ident3d/leaderboard/page.html",
             "ident3d/baselines/presets/normal-box.toml"} <= set(names)
     assert not [n for n in names if "/." in n or n.endswith(".sh")]  # no hidden files, no scripts
+    generated = ("ident3d/leaderboard/site/", "ident3d/baselines/synthetic/results/",
+                 "ident3d/baselines/curves/")
+    assert not [n for n in names if n.startswith(generated)]  # generated artefacts stay in the repository
+    assert "ident3d/leaderboard/entries/Ident2026CpuTrack_v2-pixels.json" in names  # the commands read these
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
     modules = module_names([n for n in names if n.endswith(".py")])
     paths, job = import_every_module(modules, cwd=tmp_path, pythonpath=tmp_path / "site").rsplit(" ", 1)
