@@ -7,6 +7,7 @@ import shutil
 import sys
 import tarfile
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -63,6 +64,11 @@ def cpu_track_data(blender_home) -> Path:
                          progress=False)
             shutil.rmtree(cached, ignore_errors=True)  # a half-copied earlier attempt
             os.rename(building, cached)
+            # Renders of other code go once unused for a week (another checkout may be reading one now).
+            for stale in TEST_CACHE.glob("cpu-track-*"):
+                if stale != cached and time.time() - stale.stat().st_mtime > 7 * 86400:
+                    shutil.rmtree(stale, ignore_errors=True)
+        os.utime(cached)  # last used now
     return cached
 
 
