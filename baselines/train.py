@@ -232,7 +232,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
     checkpoint, log_path = out / "checkpoint.safetensors", out / "log.jsonl"
     train_set = ThreeDIdent(config.data, config.train_split)
     has_eval = SplitLayout(Path(config.data), config.eval_split).raw_latents.exists()
-    eval_set = ThreeDIdent(config.data, config.eval_split) if has_eval else None
+    eval_set = (train_set if config.eval_split == config.train_split else
+                ThreeDIdent(config.data, config.eval_split) if has_eval else None)
     data_identity = splits_identity([(config.train_split, train_set), (config.eval_split, eval_set)])
     if resume and checkpoint.exists():
         saved = saved_config(checkpoint)
