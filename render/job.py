@@ -6,6 +6,7 @@ only what is missing and ends with the same dataset as an uninterrupted run.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -54,8 +55,8 @@ class RenderJob:
 
     def record(self) -> dict[str, Any]:
         """The job record (``render_job.json``): what must agree between runs writing into the same
-        split."""
-        return {
+        split, in JSON's values (a variant spec's tuples as lists), as the file holds it."""
+        record = {
             **manifest_fields(self.variant),
             "render_settings": self.settings.pixel_identity(),
             "seed": None if self.latents_file else self.seed,
@@ -64,6 +65,7 @@ class RenderJob:
             **({"pairs": self.pairs} if self.pairs else {}),
             **({"regions": self.regions} if self.regions else {}),
         }
+        return json.loads(json.dumps(record))
 
 
 def plan_job(root: Path, split: str, *, n: int | None, seed: int, variant: str | Path | Variant,

@@ -274,6 +274,19 @@ def test_a_builtin_variant_renders_loads_trains_and_evaluates(tmp_path, variant)
         assert "classes" not in result
 
 
+def test_a_job_record_is_what_its_file_holds_so_a_spec_variant_plans_resumes_and_finalizes(tmp_path):
+    from ident3d.render.job import plan_job, prepare
+    from ident3d.render.settings import resolve_settings
+    from ident3d.variants import split_variant
+
+    job = plan_job(tmp_path, "train", n=4, seed=0, variant="causal", settings=resolve_settings("preview"),
+                   pairs={"style": ["object_hue", "ground_hue"]})
+    written = prepare(job)  # the causal spec's class means are tuples in memory
+    assert written == json.loads((tmp_path / "train" / "render_job.json").read_text())
+    assert prepare(job) == written  # a second run (a resume) agrees with the record on disk
+    assert split_variant(written).to_dict() == get_variant("causal").to_dict()  # what finalize reads
+
+
 @pytest.mark.blender
 def test_a_users_spec_renders_and_a_copy_of_v2_renders_v2s_pixels(tmp_path):
     spec = tmp_path / "lift.toml"
