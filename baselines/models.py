@@ -61,13 +61,26 @@ class Sphere(nn.Module):
         return self.radius * nn.functional.normalize(x, dim=1)
 
 
+class UnitSphere(nn.Module):
+    """L2 normalisation onto the unit sphere, radius fixed at 1: the synthetic experiments' sphere
+    (cl-ica and AnInfoNCE ``main_mlp.py`` choose their ``fixed_sphere`` whenever ``--p 0``, the vMF and
+    AnInfoNCE losses), so the vMF loss's concentration stays the kappa = 1 / tau the paper names."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.normalize(x, dim=1)
+
+
 class Unbounded(nn.Identity):
     def __init__(self, dim: int) -> None:
         super().__init__()
 
 
 OUTPUT_SPACES: dict[str, type[nn.Module]] = {
-    "box": Box, "box-sigmoid": BoxSigmoid, "sphere": Sphere, "unbounded": Unbounded,
+    "box": Box, "box-sigmoid": BoxSigmoid, "sphere": Sphere, "unit-sphere": UnitSphere,
+    "unbounded": Unbounded,
 }
 
 

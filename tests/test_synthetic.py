@@ -140,6 +140,39 @@ def test_symmetric_negatives_are_nt_xent_and_aninfonce_expands_exactly():
         LpInfoNCE(negatives="anchors", include_self=True)
 
 
+def test_a_sphere_radius_never_reaches_the_vmf_loss_or_the_scores_but_the_unit_sphere_is_what_aninfonce_scores():
+    """The sphere rows keep a learnable radius where main_mlp.py fixes it at 1 (rows.toml): the vMF loss
+    normalises its inputs, so loss and gradients are those of the unit sphere, and R² and MCC ignore a
+    common scale. The AnInfoNCE rows end on the unit sphere as the authors' encoder does: what is
+    scored are normalised features, which an unbounded model's are not."""
+    from ident3d.baselines.models import OUTPUT_SPACES
+    from ident3d.baselines.synthetic.run import EVAL_POINTS, score
+
+    torch.manual_seed(2)
+    h, h_pos = torch.randn(16, 10, requires_grad=True), torch.randn(16, 10)
+    sphere, unit = OUTPUT_SPACES["sphere"](10), OUTPUT_SPACES["unit-sphere"](10)
+    assert list(unit.parameters()) == []
+    with torch.no_grad():
+        sphere.radius.fill_(3.7)
+    loss = VonMisesFisherInfoNCE(negatives="anchors")
+    on_sphere = loss(sphere(h), sphere(h_pos))
+    (grad_sphere,) = torch.autograd.grad(on_sphere, h)
+    on_unit = loss(unit(h), unit(h_pos))
+    (grad_unit,) = torch.autograd.grad(on_unit, h)
+    assert on_sphere.item() == pytest.approx(on_unit.item(), rel=1e-6)
+    assert torch.allclose(grad_sphere, grad_unit, atol=1e-7)
+    assert torch.allclose(unit(h).norm(dim=1), torch.ones(16))
+    rng = np.random.default_rng(0)
+    z = rng.uniform(-1, 1, (2 * EVAL_POINTS, 10))
+    features = np.tanh(z @ rng.normal(size=(10, 10)))
+    fit, held = z[:EVAL_POINTS], z[EVAL_POINTS:]
+    scaled, unscaled = score(3.7 * features, fit, held), score(features, fit, held)
+    assert scaled["assignment"] == unscaled["assignment"]
+    assert [scaled[m] for m in ("r2", "mcc")] == pytest.approx([unscaled[m] for m in ("r2", "mcc")], rel=1e-9)
+    normalised = features / np.linalg.norm(features, axis=1, keepdims=True)
+    assert score(normalised, fit, held)["r2"] != pytest.approx(score(features, fit, held)["r2"], abs=0.5)
+
+
 def test_exp_precision_moves_lambda_as_far_as_the_data_asks():
     """Adam moves a raw parameter by about its learning rate per step when the gradient keeps its
     sign: in exp form Lambda grows by a factor e^(lr * steps), in softplus form (the AnInfoNCE

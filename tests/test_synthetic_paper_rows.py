@@ -61,3 +61,10 @@ def test_no_setting_of_this_project_carries_a_paper_id():
     assert own and all(row.id[0] in "AD" for row in own)
     assert {row.id: row.run_id for row in rows().values() if row.run_id != row.id} == {
         "T2.8": "T1.5", "T2.9": "T1.6", "T2.10": "T1.8"}
+
+
+def test_the_aninfonce_rows_end_on_the_unit_sphere_as_the_authors_encoder_does():
+    """brendel-group/AnInfoNCE run.sh trains with --p 0, so main_mlp.py ends the encoder in its
+    fixed_sphere: the features it scores are normalised."""
+    for row_id in ("A.1", "A.2", "A.3", "A.4"):
+        assert rows()[row_id].model.space == "unit-sphere", row_id

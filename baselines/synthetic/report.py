@@ -42,6 +42,9 @@ def _problems(document: Any) -> list[str]:
             wrong.append("budget")
         if document["row"] not in rows() or isinstance(document["seed"], bool) or document["seed"] < 0:
             wrong.append("row or seed")  # both name the result's figure file
+        elif document["title"] != rows()[document["row"]].title:  # the row's setting changed since the run
+            wrong.append(f"title (the run's {document['title']!r}; {document['row']} is now "
+                         f"{rows()[document['row']].title!r}: file it under the row of its setting)")
         if not all(isinstance(c, dict) and all(isinstance(c.get(k), NUMBER) for k in ("step", "r2", "mcc"))
                    for c in curve):
             wrong.append("curve")
