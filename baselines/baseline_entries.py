@@ -4,7 +4,6 @@ every local checkpoint against its entry."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +101,7 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
     result (the companion sections of today's evaluator, this file's sha256), ready to replace the old."""
     from ident3d.errors import ResultError
     from ident3d.leaderboard.entries import Entry, rescore_entry, write_entry
+    from ident3d.readers import read_json
 
     lines = ["| entry | checkpoint sha256 | re-scored | verdict |", "|---|---|---|---|"]
     for spec in experiment.runs:
@@ -114,12 +114,14 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
             if not path.exists():
                 lines.append(f"| {entry_id} | – | – | no entry (add it with --add-entries) |")
                 continue
-            shown = json.loads(path.read_text())
+            shown = None
             try:  # an entry file that is no valid entry is a difference too, named by its field
+                shown = read_json(path, ResultError, "restore it from git or add it again with --add-entries")
                 checked = rescore_entry(Entry.parse(shown, str(path)), checkpoint,
                                         experiment.data_root(out, spec.data))
             except ResultError as error:
-                same_file = atomic.sha256_file(checkpoint) == shown.get("checkpoint_sha256")
+                recorded = shown.get("checkpoint_sha256") if isinstance(shown, dict) else None
+                same_file = atomic.sha256_file(checkpoint) == recorded
                 lines.append(f"| {entry_id} | {'same' if same_file else 'DIFFERENT'} | "
                              f"{str(error).split('. Fix:')[0]} | DIFFERS |")
                 continue

@@ -160,11 +160,11 @@ class ThreeDIdent(Dataset):
 
     @functools.cached_property
     def image_shape(self) -> tuple[int, int, int]:
-        """(H, W, 3) of every image: the packed array's, else the manifest's resolution (every image
-        read is held to it), else the first PNG's."""
+        """(H, W, 3) of every image: the packed array's, else the first image's, whose header is held
+        to the manifest's resolution before it is decoded (a crafted resolution sizes no buffer)."""
         if self.is_packed:
             return tuple(self._packed_array().shape[1:])
-        if self.resolution is not None:
+        if len(self) == 0 and self.resolution is not None:
             return (self.resolution, self.resolution, 3)
         return tuple(self.load_array(0).shape)
 

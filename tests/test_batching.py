@@ -100,6 +100,30 @@ def test_a_png_of_another_size_is_named_with_the_fix(splits):
         image_batch(png, np.array([0, 7]))
 
 
+def test_a_manifest_resolution_the_images_do_not_have_is_refused_before_a_batch_is_allocated(
+        tmp_path, monkeypatch):
+    """A crafted manifest claiming 4,096 px over 16 px images must not size a batch buffer of
+    B x 4096 x 4096 x 3: the first image's header is checked against it first."""
+    import json
+
+    import ident3d.batching
+    from ident3d.datasets import ThreeDIdent
+    from ident3d.errors import DatasetError
+    from ident3d.fake_splits import write_fake_split
+
+    folder = write_fake_split(tmp_path, "train", n=4, size=16)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["render_settings"] = {**manifest.get("render_settings", {}), "resolution": 4096}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    allocated = []
+    monkeypatch.setattr(ident3d.batching, "empty_batch", lambda shape, dtype: allocated.append(shape))
+    dataset = ThreeDIdent(tmp_path, "train")
+    for uint8 in (True, False):
+        with pytest.raises(DatasetError, match=r"0\.png: 16 x 16 px, the split.s images are 4096 x 4096"):
+            image_batch(dataset, np.arange(4), uint8=uint8)
+    assert allocated == []
+
+
 def test_the_old_pair_loader_path_warns_and_gives_the_same_class():
     import ident3d.batching
     import ident3d.pairs

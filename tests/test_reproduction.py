@@ -170,6 +170,8 @@ def test_entries_are_rescored_and_verified(tmp_path):
     assert renewed["metrics"] == other["metrics"] and renewed["name"] == other["name"]
     with pytest.raises(ResultError, match="already exists"):  # never over a file already there
         check_entries(experiment, out, entries, refreshed)
+    entry_path.write_text("[1, 2]")  # JSON, but no entry: a row that names it, not a traceback
+    assert "is not of type 'object'" in check_entries(experiment, out, entries).split("_v2-pixels |")[1]
 
 
 def test_an_entry_says_what_its_rendered_pairs_were(tmp_path):

@@ -140,7 +140,7 @@ def test_symmetric_negatives_are_nt_xent_and_aninfonce_expands_exactly():
         LpInfoNCE(negatives="anchors", include_self=True)
 
 
-def test_a_sphere_radius_never_reaches_the_vmf_loss_or_the_scores_but_the_unit_sphere_is_what_aninfonce_scores():
+def test_a_sphere_radius_never_reaches_the_vmf_loss_or_the_scores_but_aninfonce_scores_the_unit_sphere():
     """The sphere rows keep a learnable radius where main_mlp.py fixes it at 1 (rows.toml): the vMF loss
     normalises its inputs, so loss and gradients are those of the unit sphere, and R² and MCC ignore a
     common scale. The AnInfoNCE rows end on the unit sphere as the authors' encoder does: what is

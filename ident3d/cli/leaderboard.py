@@ -119,13 +119,14 @@ def run(args: argparse.Namespace) -> int:
         args.entries = args.entries or (local if local.is_dir() else ENTRIES_DIR)
     else:  # add and build write: only where the user says, or into the clone they are in
         args.entries = args.entries or _clone_entries(here)
-    return ACTIONS[args.action](args, here)
+    return ACTIONS[args.action](args)
 
 
-def _build(args: argparse.Namespace, here: Path) -> int:
+def _build(args: argparse.Namespace) -> int:
     from ident3d.leaderboard.build import build, stale
     from ident3d.outputs import check_not_an_input
 
+    here = Path.cwd()
     args.markdown = args.markdown or here / "LEADERBOARD.md"
     args.site = args.site or here / "leaderboard" / "site" / "index.html"
     if args.check:
@@ -140,14 +141,14 @@ def _build(args: argparse.Namespace, here: Path) -> int:
     return 0
 
 
-def _export(args: argparse.Namespace, here: Path) -> int:
+def _export(args: argparse.Namespace) -> int:
     from ident3d.leaderboard.hub_export import export
 
     print(export(_entry(args.entries, args.entry_id), args.format, args.hub_dataset), end="")
     return 0
 
 
-def _rescore(args: argparse.Namespace, here: Path) -> int:
+def _rescore(args: argparse.Namespace) -> int:
     from ident3d.leaderboard.entries import rescore_entry
 
     if args.out is not None:
@@ -171,7 +172,7 @@ def _rescore(args: argparse.Namespace, here: Path) -> int:
     return 0
 
 
-def _compare(args: argparse.Namespace, here: Path) -> int:
+def _compare(args: argparse.Namespace) -> int:
     from ident3d.leaderboard.compare import report
     from ident3d.leaderboard.entries import entry_from_result, load_entries
     from ident3d.results import Result
@@ -182,7 +183,7 @@ def _compare(args: argparse.Namespace, here: Path) -> int:
     return 0
 
 
-def _add(args: argparse.Namespace, here: Path) -> int:
+def _add(args: argparse.Namespace) -> int:
     from ident3d.leaderboard.entries import entry_from_result, rescore, track_of, write_entry
     from ident3d.results import Result
     from ident3d.tracks import get_track
