@@ -17,14 +17,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
+# Test files are spread over TEST_WORKERS pytest-xdist workers, whole files each (module fixtures are
+# made once); TEST_WORKERS=0 runs in this process (for pdb). docs/architecture.md, "Tests".
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 # Everything but the GPU tests: what CI runs (.ci/run) and the README names.
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not gpu" $(XDIST) $(PYTEST_ARGS)
 
-# The fast tier for the edit-test loop: no Blender, no browser, no environment builds, nothing slow
-# (docs/architecture.md, "Tests").
+# The fast tier for the edit-test loop: no Blender, no browser, no environment builds, nothing slow.
 check: $(STAMP)
-	$(BIN)/python -m pytest -m "not blender and not slow and not browser and not env and not gpu" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not blender and not slow and not browser and not env and not gpu" $(XDIST) $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(BIN)/ident3d demo $(DEMO_ARGS)

@@ -16,6 +16,12 @@ import pytest
 from ident3d.fake_splits import write_fake_split  # noqa: F401 (used by tests)
 
 REPO = Path(__file__).resolve().parents[1]
+# `make test` runs one pytest-xdist worker per core (whole files per worker: module fixtures are made
+# once). Each worker, and every process it starts, computes on one thread: two workers of two torch or
+# BLAS threads each would fight over the cores. Set before numpy or torch is first imported here.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = "1"
 # Renders kept across test runs live beside the user's own cache, found before the session moves HOME
 TEST_CACHE = Path(os.environ.get("IDENT3D_TEST_CACHE") or Path.home() / ".cache" / "ident3d-tests")
 # Everything that decides a rendered track split's pixels: the mapping from latents to the scene, the
@@ -100,6 +106,11 @@ def pytest_configure(config):
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [guard, os.environ.get("PYTHONPATH")]))
 
 
+# The files that take longest (pytest's --durations) start first, so that no worker is left alone
+# with one of them at the end of the run.
+LONGEST_FIRST = ("test_readme.py", "test_fresh.py", "test_train.py", "test_experiment.py", "test_demo.py")
+
+
 def pytest_collection_modifyitems(config, items):
     import importlib.util
 
@@ -111,6 +122,8 @@ def pytest_collection_modifyitems(config, items):
         no_cuda = not torch.cuda.is_available()
     except ImportError:
         pass
+    items.sort(key=lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST
+               else len(LONGEST_FIRST))  # stable: each file keeps its own order
     for item in items:
         if no_bpy and "blender" in item.keywords:
             item.add_marker(pytest.mark.skip(reason='needs bpy: pip install "ident3d[render]"'))
