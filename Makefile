@@ -18,9 +18,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Test files are spread over TEST_WORKERS pytest-xdist workers, whole files each (module fixtures are
-# made once); TEST_WORKERS=0 runs in this process (for pdb). docs/architecture.md, "Tests".
+# made once), in collection order (the longest first: conftest.py); TEST_WORKERS=0 runs in this
+# process (for pdb). docs/architecture.md, "Tests".
 TEST_WORKERS ?= 2
-XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # Everything but the GPU tests: what CI runs (.ci/run) and the README names.
 test: $(STAMP)

@@ -107,7 +107,7 @@ def pytest_configure(config):
 
 
 # The files that take longest (pytest's --durations) start first, so that no worker is left alone
-# with one of them at the end of the run.
+# with one of them at the end of the run (the Makefile keeps xdist from reordering files by size).
 LONGEST_FIRST = ("test_readme.py", "test_fresh.py", "test_train.py", "test_experiment.py", "test_demo.py")
 
 
