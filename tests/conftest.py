@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from ident3d.fake_splits import write_fake_split  # noqa: F401 (used by tests)
-
-REPO = Path(__file__).resolve().parents[1]
 # `make test` runs one pytest-xdist worker per core (whole files per worker: module fixtures are made
 # once). Each worker, and every process it starts, computes on one thread: two workers of two torch or
-# BLAS threads each would fight over the cores. Set before numpy or torch is first imported here.
+# BLAS threads each would fight over the cores. Set before numpy or torch is first imported.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[variable] = "1"
+
+from ident3d.fake_splits import write_fake_split  # noqa: E402, F401 (used by tests; after the threads)
+
+REPO = Path(__file__).resolve().parents[1]
 # Renders kept across test runs live beside the user's own cache, found before the session moves HOME
 TEST_CACHE = Path(os.environ.get("IDENT3D_TEST_CACHE") or Path.home() / ".cache" / "ident3d-tests")
 # Everything that decides a rendered track split's pixels: the mapping from latents to the scene, the
