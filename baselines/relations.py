@@ -28,6 +28,7 @@ from pathlib import Path
 from scipy.stats import t as student_t
 
 from ident3d.baselines.experiment import load_experiment
+from ident3d.baselines.pixel_splits import pixel_samples
 from ident3d.baselines.verdicts import decide as decide_interval
 from ident3d.baselines.verdicts import undecided
 
@@ -42,14 +43,14 @@ CONTRASTIVE = ("normal-box", "normal-unbounded", "laplace-box", "normal-sphere-v
 
 @dataclass(frozen=True)
 class Arm:
-    """One method's seeds (here) or its reported mean and sd over ``n`` seeds (the paper). A
-    deterministic arm (the pixel read-out: nothing trained, no seed) has no seed variance."""
+    """One method's seeds (here) or its reported mean and sd over ``n`` seeds (the paper). The pixel
+    read-out has no seed: its arm here is its score on ``n`` random samples of the protocol
+    (``pixel_arm``)."""
 
     name: str
     mean: float | None
     sd: float | None
     n: int
-    deterministic: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,10 +94,9 @@ EXACT = (Relation("Laplace positives under the L2 loss are level with Normal one
 
 def interval(a: Arm, b: Arm) -> tuple[float, float, float] | None:
     """The difference of means a - b and its 95% Welch t interval; None below MIN_SEEDS seeds."""
-    trained = [arm for arm in (a, b) if not arm.deterministic]
-    if a.mean is None or b.mean is None or not trained or min(arm.n for arm in trained) < MIN_SEEDS:
+    if a.mean is None or b.mean is None or _seeds(a, b) < MIN_SEEDS:
         return None
-    va, vb = ((arm.sd or 0.0) ** 2 / arm.n if not arm.deterministic else 0.0 for arm in (a, b))
+    va, vb = ((arm.sd or 0.0) ** 2 / arm.n for arm in (a, b))
     diff = a.mean - b.mean
     if va + vb == 0:
         return diff, diff, diff
@@ -106,8 +106,8 @@ def interval(a: Arm, b: Arm) -> tuple[float, float, float] | None:
 
 
 def _seeds(a: Arm, b: Arm) -> int:
-    """The seeds of the smaller trained arm (a deterministic arm has none to count)."""
-    return min((arm.n for arm in (a, b) if not arm.deterministic), default=0)
+    """The seeds of the smaller arm."""
+    return min(a.n, b.n)
 
 
 def difference_text(a: Arm, b: Arm) -> str:
@@ -141,8 +141,14 @@ def track_runs(entries: list[dict], data: tuple[str, ...] = (DATA,)) -> list[tup
 
 def arms_here(entries: list[dict], data: tuple[str, ...] = (DATA,)) -> dict[str, dict[str, Arm]]:
     """Per preset of the runs on ``data``, per metric: the seeds' mean, sample sd and count (from
-    entries)."""
-    return arms_of([(preset, entry["metrics"]) for preset, entry in track_runs(entries, data)])
+    entries); the pixel read-out's over the protocol's random samples (``pixel_splits.json``)."""
+    runs = track_runs(entries, data)
+    arms = arms_of([(preset, entry["metrics"]) for preset, entry in runs])
+    for preset, entry in runs:
+        if preset == "pixels":
+            samples = pixel_samples(entry)
+            arms["pixels"] = {m: arm_of("pixels", samples[m]) for m in METRICS}
+    return arms
 
 
 READ = 0.5  # a latent counts as read when its held-out linear R² is at least this
@@ -165,10 +171,10 @@ def latents_read_lines(entries: list[dict]) -> list[str]:
     return lines
 
 
-def arm_of(name: str, values: list[float], deterministic: bool = False) -> Arm:
+def arm_of(name: str, values: list[float]) -> Arm:
     """An arm from its seeds' values: their mean, sample sd (None for one) and count."""
     return Arm(name, statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None,
-               len(values), deterministic)
+               len(values))
 
 
 def arms_of(runs: list[tuple[str, dict[str, float | None]]]) -> dict[str, dict[str, Arm]]:
@@ -178,7 +184,7 @@ def arms_of(runs: list[tuple[str, dict[str, float | None]]]) -> dict[str, dict[s
         for metric in METRICS:
             if metrics.get(metric) is not None:
                 values.setdefault(preset, {}).setdefault(metric, []).append(metrics[metric])
-    return {preset: {m: arm_of(preset, v, deterministic=preset == "pixels") for m, v in by_metric.items()}
+    return {preset: {m: arm_of(preset, v) for m, v in by_metric.items()}
             for preset, by_metric in values.items()}
 
 
@@ -218,10 +224,7 @@ def _cell(relation: Relation, arms: dict[str, dict[str, Arm]], metric: str) -> s
     a, b = pair
     a_name, b_name = _resolve(relation.a, arms), _resolve(relation.b, arms)
     found = interval(a, b)
-    def seeds(arm: Arm) -> str:
-        return "no seed" if arm.deterministic else f"n={arm.n}"
-
-    text = (f"{a_name} {100 * a.mean:.2f} ({seeds(a)}) vs {b_name} {100 * b.mean:.2f} ({seeds(b)}): "
+    text = (f"{a_name} {100 * a.mean:.2f} (n={a.n}) vs {b_name} {100 * b.mean:.2f} (n={b.n}): "
             f"difference {100 * (a.mean - b.mean):+.2f}")
     if found:
         text += f" [{100 * found[1]:+.2f}, {100 * found[2]:+.2f}]"
@@ -271,8 +274,11 @@ CAVEATS = [
     "The pixel arm differs from the paper's: Table 4's identity row reads the raw pixels linearly "
     "(R² 5.25), while this project's pixel arm pools each image to 8 x 8 first (baselines/pixels.py) "
     "and reads far more (R² about 50), so \"reads more than the pixels\" is tested here against a much "
-    "stronger baseline. Nothing in it is trained, so it has no seed variance; its cl-ica score still "
-    "depends on the protocol's random 2,048/2,048 split, which the interval does not include.",
+    "stronger baseline. Nothing in it is trained, so it has no seed; its arm here is its score on "
+    "random samples of the protocol (sample seeds 0 to n-1, `python -m ident3d.baselines.pixel_splits`: "
+    "mean and sd over the samples), so its interval holds how far the protocol's random 4,096-image "
+    "sample and 2,048/2,048 halves move a score. Each trained arm's seeds share the protocol's one "
+    "sample (seed 0), so their intervals hold the training seeds' spread, not the sample's.",
 ]
 
 
