@@ -75,6 +75,7 @@ def test_every_readme_command_runs(tmp_path, monkeypatch, cpu_track_data):
     section_of = {block: f"{q.number}. {q.title} ({q.stated})"
                   for q in quickstarts((REPO / "README.md").read_text()) for _, block in q.blocks}
     seconds = defaultdict(float)
+    command_seconds = {}
     ran = []
     try:
         for language, block in (b for page in PAGES for b in code_blocks(page.read_text())):
@@ -96,8 +97,10 @@ def test_every_readme_command_runs(tmp_path, monkeypatch, cpu_track_data):
                     assert argv[0] == "ident3d", f"README command is not an ident3d command: {line}"
                     command = [sys.executable, "-m", "ident3d.cli", "-q",
                                *shrink(argv, tmp_path, server.url)[1:]]
+                started = time.perf_counter()
                 result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
                                         timeout=600)
+                command_seconds[line] = time.perf_counter() - started
                 assert result.returncode == 0, f"README command failed: {line}\n{result.stderr[-3000:]}"
                 ran.append(line)
             if block in section_of:
@@ -115,6 +118,9 @@ def test_every_readme_command_runs(tmp_path, monkeypatch, cpu_track_data):
     print("README quickstarts at test size (stated: at full size):")
     for section, spent in seconds.items():
         print(f"  {section}: {spent:.1f} s")
+    print("The ten slowest commands at test size:")
+    for line, spent in sorted(command_seconds.items(), key=lambda item: -item[1])[:10]:
+        print(f"  {spent:6.1f} s  {line}")
     assert len(seconds) == len(set(section_of.values())) >= 6  # every numbered quickstart ran
     verbs = {line.split()[1] for line in ran if line.startswith("ident3d")}
     assert verbs >= {"render", "traverse", "download", "verify", "pack", "evaluate", "train", "leaderboard"}
