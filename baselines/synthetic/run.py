@@ -2,6 +2,8 @@
 
 A run's data are a pure function of (seed, step), its mixing MLP of the seed, its encoder's init of
 the seed: a run stopped anywhere and resumed from its checkpoint gives the result of an unbroken run.
+On the CPU numpy draws the pairs (``processes``); on a GPU torch draws them on the device
+(``device_sampling``): the same distributions, different streams, so a run keeps its sampler.
 Scores use a fixed held-out sample of the marginal per seed: linear R^2 fitted on 4,096 points and
 scored on 4,096 others, MCC (Pearson, Hungarian matching) on the scored points, in percent.
 """
@@ -24,8 +26,10 @@ from ident3d import __version__, atomic, metrics
 from ident3d.baselines.checkpoints import load_checkpoint, readable_checkpoint, save_checkpoint
 from ident3d.baselines.losses import PRECISION_MAPS, AnInfoNCE, build_loss
 from ident3d.baselines.models import MLPEncoder
+from ident3d.baselines.synthetic import device_sampling
 from ident3d.baselines.synthetic.processes import invertible_mlp
 from ident3d.baselines.synthetic.table import COLUMNS, Row, get_row
+from ident3d.devices import resolve_device
 from ident3d.errors import TrainingError
 
 log = logging.getLogger(__name__)
@@ -34,6 +38,7 @@ MIXING_LAYERS = 3  # main_mlp.py --n-mixing-layer default
 EVAL_POINTS = 4096
 EVAL_STREAM = 2**32 - 1  # second key of the held-out sample's random stream (steps use 0, 1, ...)
 PERMUTATIONS = 10_000
+SAMPLERS = ("numpy", "torch")  # numpy on the CPU (processes.py), torch on the device (device_sampling.py)
 
 
 @dataclass(frozen=True)
@@ -103,9 +108,19 @@ def score(features: np.ndarray, z_fit: np.ndarray, z_score: np.ndarray) -> dict[
             "r2_per_latent": (100 * r2).round(3).tolist(), "assignment": assignment.tolist()}
 
 
-def _features(encoder: nn.Module, mixing: nn.Module, z: np.ndarray) -> np.ndarray:
+def _features(encoder: nn.Module, mixing: nn.Module, z: np.ndarray, device: torch.device) -> np.ndarray:
     with torch.no_grad():
-        return encoder(mixing(torch.from_numpy(z).float())).double().numpy()
+        return encoder(mixing(torch.from_numpy(z).float().to(device))).double().cpu().numpy()
+
+
+def _pairs(row: Row, seed: int, step: int, n: int, sampler: str,
+           device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step ``step``'s latents and positives as float32 tensors on ``device``."""
+    if sampler == "numpy":
+        drawn = row.process.pairs(np.random.default_rng([seed, step]), n)
+        return tuple(torch.from_numpy(a).float().to(device) for a in drawn)  # type: ignore[return-value]
+    z, positive = device_sampling.pairs(row.process, device_sampling.step_generator(device, seed, step), n)
+    return z.float(), positive.float()
 
 
 def precision_recovery(row: Row, learned: np.ndarray, assignment: list[int], seed: int) -> dict[str, Any]:
@@ -117,11 +132,17 @@ def precision_recovery(row: Row, learned: np.ndarray, assignment: list[int], see
 
 
 def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
-        column: str = "unsupervised") -> Path:
-    """Train (or resume) ``column`` of row ``row`` with ``seed`` under ``budget``; write
-    ``out/<name>.json``. A row that shares its runs with another (``same_run_as``) runs that row."""
+        column: str = "unsupervised", device: str | None = None, sampler: str | None = None) -> Path:
+    """Train (or resume) ``column`` of row ``row`` with ``seed`` under ``budget`` on ``device`` (None:
+    CUDA when present); write ``out/<name>.json``. A row that shares its runs with another
+    (``same_run_as``) runs that row. ``sampler`` draws the pairs: numpy on the CPU and torch on the
+    device by default (``torch`` on the CPU runs the GPU's code path)."""
     if column not in COLUMNS:
         raise TrainingError(f"column = {column!r}; expected one of {', '.join(COLUMNS)}")
+    dev = resolve_device(device)
+    sampler = sampler or ("numpy" if dev.type == "cpu" else "torch")
+    if sampler not in SAMPLERS:
+        raise TrainingError(f"sampler = {sampler!r}; expected one of {', '.join(SAMPLERS)}")
     row = get_row(row.run_id)
     out.mkdir(parents=True, exist_ok=True)
     path = out / result_name(row, seed, budget, column)
@@ -130,18 +151,18 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
         return path
     checkpoint = out / f".{path.stem}.checkpoint.safetensors"
     torch.manual_seed(seed)
-    mixing = invertible_mlp(row.process.dim, MIXING_LAYERS, seed)
+    mixing = invertible_mlp(row.process.dim, MIXING_LAYERS, seed).to(dev)
     z_fit, z_score = held_out(row, seed)
     z_eval = np.concatenate([z_fit, z_score])
     if column == "identity":
-        result = score(_features(nn.Identity(), mixing, z_eval), z_fit, z_score) | {"curve": []}
-        return _write(path, row, column, seed, budget, result, cpu_seconds=0.0)
+        result = score(_features(nn.Identity(), mixing, z_eval, dev), z_fit, z_score) | {"curve": []}
+        return _write(path, row, column, seed, budget, result, cpu_seconds=0.0, ran=(dev, "numpy"))
 
-    encoder = MLPEncoder(row.process.dim, row.model.space)
+    encoder = MLPEncoder(row.process.dim, row.model.space).to(dev)
     m = row.model
     criterion = (None if column == "supervised" else
                  build_loss(m.loss, dim=row.process.dim, p=m.p, tau=m.tau, negatives=m.negatives,
-                            precision_map=budget.precision_map))
+                            precision_map=budget.precision_map).to(dev))
     groups = [{"params": encoder.parameters()}]
     if criterion is not None and list(criterion.parameters()):
         groups.append({"params": criterion.parameters(), "lr": budget.loss_lr})
@@ -151,15 +172,20 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
         step, metadata = load_checkpoint(checkpoint, encoder, criterion or nn.Module(), optimizer)
         with readable_checkpoint(checkpoint):
             curve, cpu = json.loads(metadata["curve"]), float(metadata["cpu_seconds"])
+        drew = metadata.get("sampler", "numpy")  # checkpoints before the torch sampler: numpy
+        if drew != sampler:
+            raise TrainingError(f"{checkpoint}: steps 1-{step} were drawn by the {drew} sampler, this run "
+                                f"would draw the rest with {sampler}. Fix: resume on the device it began "
+                                f"on ({'--device cpu' if drew == 'numpy' else '--device cuda'}), or delete "
+                                "the checkpoint to start again.")
         log.info("resumed %s at step %d", path.name, step)
     started = time.process_time()
     while step < budget.steps:
-        z, z_pos = row.process.pairs(np.random.default_rng([seed, step]), budget.batch_size)
-        x = mixing(torch.from_numpy(np.concatenate([z, z_pos])).float())
-        h = encoder(x)
+        z, z_pos = _pairs(row, seed, step, budget.batch_size, sampler, dev)
+        h = encoder(mixing(torch.cat([z, z_pos])))
         n = budget.batch_size
         if criterion is None:
-            loss = F.mse_loss(h[:n], torch.from_numpy(z).float())
+            loss = F.mse_loss(h[:n], z)
         else:
             loss = criterion(h[:n], h[n:])
         optimizer.zero_grad(set_to_none=True)
@@ -167,32 +193,35 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
         optimizer.step()
         step += 1
         if step % budget.eval_every == 0 or step == budget.steps:
-            point = score(_features(encoder, mixing, z_eval), z_fit, z_score)
+            point = score(_features(encoder, mixing, z_eval, dev), z_fit, z_score)
             entry = {"step": step, "loss": float(loss.detach()), "r2": round(point["r2"], 3),
                      "mcc": round(point["mcc"], 3)}
             if isinstance(criterion, AnInfoNCE):
-                entry["precision"] = criterion.precision.detach().numpy().round(3).tolist()
+                entry["precision"] = criterion.precision.detach().cpu().numpy().round(3).tolist()
             curve.append(entry)
             if progress:
                 log.info("%s seed %d step %d: R2 %.2f MCC %.2f", row.id, seed, step, point["r2"],
                          point["mcc"])
             elapsed = cpu + time.process_time() - started
             save_checkpoint(checkpoint, step, encoder, criterion or nn.Module(), optimizer,
-                            {"curve": json.dumps(curve), "cpu_seconds": str(elapsed)})
-    result = score(_features(encoder, mixing, z_eval), z_fit, z_score) | {"curve": curve}
+                            {"curve": json.dumps(curve), "cpu_seconds": str(elapsed), "sampler": sampler})
+    result = score(_features(encoder, mixing, z_eval, dev), z_fit, z_score) | {"curve": curve}
     if isinstance(criterion, AnInfoNCE):
-        learned = criterion.precision.detach().numpy().astype(np.float64)
+        learned = criterion.precision.detach().cpu().numpy().astype(np.float64)
         result["precision"] = (precision_recovery(row, learned, result["assignment"], seed)
                                if learned.size == row.process.dim else {"learned": learned.tolist()})
-    path = _write(path, row, column, seed, budget, result, cpu + time.process_time() - started)
+    cpu += time.process_time() - started
+    path = _write(path, row, column, seed, budget, result, cpu, (dev, sampler))
     checkpoint.unlink(missing_ok=True)
     return path
 
 
 def _write(path: Path, row: Row, column: str, seed: int, budget: Budget, result: dict[str, Any],
-           cpu_seconds: float) -> Path:
+           cpu_seconds: float, ran: tuple[torch.device, str]) -> Path:
+    """The result file; ``ran`` is the device and the sampler that drew the pairs."""
     record = {"row": row.id, "column": column, "title": row.title, "theory": row.theory, "seed": seed,
               "budget": asdict(budget), "cpu_seconds": round(cpu_seconds, 1),
-              "torch_threads": torch.get_num_threads(), "ident3d": __version__} | result
+              "torch_threads": torch.get_num_threads(), "device": str(ran[0]), "sampler": ran[1],
+              "ident3d": __version__} | result
     atomic.write_json(path, record)
     return path

@@ -78,8 +78,10 @@ def parse_plan(text: str, source: str) -> list[Sweep]:
     return sweeps
 
 
-def sweep(sweeps: list[Sweep], out: Path, only: str | None = None, progress: bool = True) -> list[Path]:
-    """Run every (row, seed) of the chosen sweeps not yet finished or claimed; return the results."""
+def sweep(sweeps: list[Sweep], out: Path, only: str | None = None, progress: bool = True,
+          device: str | None = None) -> list[Path]:
+    """Run every (row, seed) of the chosen sweeps not yet finished or claimed on ``device`` (None: CUDA
+    when present); return the results."""
     chosen = [s for s in sweeps if s.name == only or (only is None and s.default)]
     if not chosen:
         raise TrainingError(f"no sweep named {only!r}; the plan has {', '.join(s.name for s in sweeps)}")
@@ -89,5 +91,5 @@ def sweep(sweeps: list[Sweep], out: Path, only: str | None = None, progress: boo
             for seed in s.seeds:
                 done = out / result_name(row, seed, s.budget, s.column)
                 jobs.append(Job(done.stem, done, partial(run, row, seed, s.budget, out, progress=progress,
-                                                         column=s.column)))
+                                                         column=s.column, device=device)))
     return run_jobs(jobs, out)

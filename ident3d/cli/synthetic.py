@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import nonnegative_int, positive_float, positive_int
+from ident3d.cli.arguments import device_name, nonnegative_int, positive_float, positive_int
 from ident3d.outputs import check_output_file
 
 HELP = ("the papers' synthetic experiments (Zimmermann et al. Tables 1-2, AnInfoNCE's controlled "
@@ -12,6 +12,12 @@ EXAMPLE = ("ident3d synthetic rows\n"
            "  ident3d synthetic run --row T2.1 --seed 0 --out results/synthetic\n"
            "  ident3d synthetic sweep --out baselines/synthetic/results   # the measured plan\n"
            "  ident3d synthetic report --results results/synthetic --out docs/synthetic-results.md")
+
+
+def _device_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", type=device_name, choices=["auto", "cpu", "cuda"], metavar="{cpu,gpu,auto}",
+                   default="auto", help="where to train (default auto: CUDA when present); on a GPU torch "
+                                        "draws the pairs there, on the CPU numpy does")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,11 +38,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--precision-map", choices=["exp", "softplus"],
                      help="Lambda from its raw parameter (default: exp; softplus is the AnInfoNCE code's)")
     run.add_argument("--eval-every", type=positive_int, help="steps between curve points (default: 500)")
+    _device_argument(run)
     sweep = sub.add_parser("sweep", help="run a plan of rows x seeds (resumable; processes share the work)")
     sweep.add_argument("--plan", type=Path,
                        help="a plan TOML (default: the package's baselines/synthetic/plan.toml)")
     sweep.add_argument("--only", help="run only the sweep of this name")
     sweep.add_argument("--out", type=Path, required=True, help="folder of result files")
+    _device_argument(sweep)
     report = sub.add_parser("report", help="the Markdown table of a folder of results, paper numbers beside")
     report.add_argument("--results", type=Path, required=True, help="the folder `run --out` wrote")
     report.add_argument("--out", type=Path, help="write the report here, its figures into "
@@ -80,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "sweep":
         from ident3d.baselines.synthetic.sweep import load_plan, sweep
 
-        for path in sweep(load_plan(args.plan), args.out, only=args.only, progress=not args.quiet):
+        for path in sweep(load_plan(args.plan), args.out, only=args.only, progress=not args.quiet,
+                          device=args.device):
             print(path)
         return 0
     from dataclasses import replace
@@ -93,5 +102,5 @@ def run(args: argparse.Namespace) -> int:
               "precision_map": args.precision_map, "eval_every": args.eval_every}
     budget = replace(Budget(), **{k: v for k, v in chosen.items() if v is not None})
     print(run_row(get_row(args.row), args.seed, budget, args.out, progress=not args.quiet,
-                  column=args.column))
+                  column=args.column, device=args.device))
     return 0
