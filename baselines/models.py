@@ -62,9 +62,10 @@ class Sphere(nn.Module):
 
 
 class UnitSphere(nn.Module):
-    """L2 normalisation onto the unit sphere, radius fixed at 1: the synthetic experiments' sphere
-    (cl-ica and AnInfoNCE ``main_mlp.py`` choose their ``fixed_sphere`` whenever ``--p 0``, the vMF and
-    AnInfoNCE losses), so the vMF loss's concentration stays the kappa = 1 / tau the paper names."""
+    """L2 normalisation onto the unit sphere, radius fixed at 1: the AnInfoNCE rows' output (A.1-A.4
+    and D.3), as the AnInfoNCE code's ``main_mlp.py`` runs them (``--p 0`` chooses its
+    ``fixed_sphere``). The other sphere rows keep the learnable-radius ``sphere``, on which the vMF
+    loss and the scores do not depend (tests/test_synthetic.py checks it)."""
 
     def __init__(self, dim: int) -> None:
         super().__init__()

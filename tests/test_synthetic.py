@@ -287,6 +287,13 @@ def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "zz-crafted.json: not a synthetic result" in err and "curve" in err
     assert err.count("\n") == 1
+    # a result filed under a row whose setting it is not (a re-keyed row): refused, naming both titles
+    moved = json.loads(next(out.glob("T1.5-*.json")).read_text()) | {"row": "T1.6"}
+    (out / "zz-crafted.json").write_text(json.dumps(moved))
+    assert main(["synthetic", "report", "--results", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"title (the run's {moved['title']!r}; T1.6 is now" in err
+    assert "file it under the row of its setting" in err
 
 
 def test_the_report_sets_a_run_beside_the_authors_log_at_the_same_step():

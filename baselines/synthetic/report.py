@@ -73,8 +73,8 @@ def load_results(folder: Path) -> list[dict[str, Any]]:
         document = read_json(path, TrainingError, fix)
         wrong = _problems(document)
         if wrong:
-            raise TrainingError(f"{path}: not a synthetic result (missing or mistyped: "
-                                f"{', '.join(wrong)}). Fix: {fix}.")
+            raise TrainingError(f"{path}: not a synthetic result of this table (missing, mistyped or "
+                                f"not the row's: {', '.join(wrong)}). Fix: {fix}.")
         results.append(document)
     return results
 
