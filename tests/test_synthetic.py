@@ -395,3 +395,19 @@ def test_report_draws_lambda_trajectories_beside_itself(tmp_path):
         (out / "zz-crafted.json").write_text(json.dumps(crafted))
         assert main(["synthetic", "report", "--results", str(out), "--out", str(tmp_path / "r2.md")]) == 1
     assert not list(tmp_path.rglob("escape*")) and not (tmp_path / "r2.md").exists()
+
+
+def test_the_readme_sets_each_aninfonce_arm_beside_its_control_only_with_three_seeds_each(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from ident3d.baselines.synthetic.report import readme_block
+
+    committed = Path(__file__).resolve().parents[1] / "baselines/synthetic/results"
+    for row, seeds in (("A.1", 3), ("A.2", 3), ("A.3", 3), ("A.4", 1)):
+        for seed in range(seeds):
+            name = f"{row}-seed{seed}-b256-n10000-lr0.0003.json"
+            shutil.copy(committed / name, tmp_path / name)
+    text = readme_block(tmp_path)
+    assert "AnInfoNCE (A.1) against isotropic InfoNCE (A.2), precisions 5 ... 25 linearly spaced" in text
+    assert "(A.3)" not in text  # its control has one seed
