@@ -11,7 +11,8 @@ faithful CPU batch: the step with ``torch.cdist`` is quick for p = 1 and 2 and s
 rows with an L3 loss). Then each budget of baselines/synthetic/plan.toml that matters here (the
 table's, the faithful CPU one, the paper's) as hours per run on this machine, measured per step, and
 for the paper's budget a GPU projection from its floating-point operations: labelled a projection,
-since no GPU was measured here.
+since no GPU was measured here. Last, what drawing one batch of the paper's size costs with each
+sampler: numpy (the CPU runs') and torch (the GPU runs', timed here on the CPU).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 
 from ident3d.baselines.losses import LpInfoNCE
 from ident3d.baselines.models import MLPEncoder
+from ident3d.baselines.synthetic import device_sampling
 from ident3d.baselines.synthetic.processes import invertible_mlp
 from ident3d.baselines.synthetic.table import get_row
 
@@ -66,6 +68,20 @@ def flops_per_step(batch: int, dim: int = 10) -> float:
     return float(encoder + distances)
 
 
+def draw_seconds(row_id: str, batch: int, sampler: str, draws: int = 5) -> float:
+    """Median seconds to draw one batch of pairs of ``row_id`` with numpy (the CPU runs' sampler) or
+    torch (the GPU runs' sampler, here on the CPU)."""
+    process, cpu, times = get_row(row_id).process, torch.device("cpu"), []
+    for step in range(draws + 1):
+        start = time.perf_counter()
+        if sampler == "numpy":
+            process.pairs(np.random.default_rng([0, step]), batch)
+        else:
+            device_sampling.pairs(process, device_sampling.step_generator(cpu, 0, step), batch)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times[1:]))
+
+
 def main() -> None:
     from ident3d.baselines.synthetic.sweep import load_plan
 
@@ -92,6 +108,11 @@ def main() -> None:
         gpu = (f"{flops_per_step(b.batch_size) * b.steps / GPU_FLOPS / 60:.1f} min at {GPU_FLOPS / 1e12:.0f} "
                "TFLOP/s (a projection from FLOPs, not measured)" if sweep.name.startswith("paper") else "")
         print(f"{sweep.name} | {b.batch_size:,} x {b.steps:,} | {per_step * b.steps / 3600:.1f} | {gpu}")
+    print(f"\ndrawing one batch of {BATCHES[-1]:,} pairs | numpy s | torch on this CPU s | numpy / torch "
+          "(a GPU runs the torch sampler on the device; not measured here)")
+    for row_id in ("T2.2", "T1.1", "A.1"):  # box GenNorm (inverse CDF), vMF, anisotropic normal
+        numpy_s, torch_s = (draw_seconds(row_id, BATCHES[-1], s) for s in ("numpy", "torch"))
+        print(f"{row_id} | {numpy_s:.4f} | {torch_s:.4f} | {numpy_s / torch_s:.1f}x")
 
 
 if __name__ == "__main__":
