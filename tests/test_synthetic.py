@@ -411,3 +411,10 @@ def test_the_readme_sets_each_aninfonce_arm_beside_its_control_only_with_three_s
     text = readme_block(tmp_path)
     assert "AnInfoNCE (A.1) against isotropic InfoNCE (A.2), precisions 5 ... 25 linearly spaced" in text
     assert "(A.3)" not in text  # its control has one seed
+    for seed in (1, 2):
+        name = f"A.4-seed{seed}-b256-n10000-lr0.0003.json"
+        shutil.copy(committed / name, tmp_path / name)
+    text = readme_block(tmp_path)
+    assert "AnInfoNCE (A.3) against isotropic InfoNCE (A.4), two blocks of equal precisions" in text
+    # two blocks of tied precisions: no strict ranking reaches Spearman 1, and the line says how far one can
+    assert text.count("the most any ranking reaches is 0.870") == 1

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from ident3d.baselines.synthetic.figures import figure_name, has_trajectory, lambda_svg
 from ident3d.baselines.synthetic.run import Budget
@@ -317,10 +318,22 @@ def readme_block(folder: Path) -> str:
         budget = Budget(**mine[0]["budget"]).label()
         lines += ["", f"AnInfoNCE ({a}) against isotropic InfoNCE ({b}), {precisions}, at {budget}, same "
                   f"seeds, {a} minus {b}: MCC {paired(mine, control, 'mcc')}; "
-                  f"R² {paired(mine, control, 'r2')}"
-                  + (f"; the learned Lambda ranks the true precisions with Spearman "
-                     f"{min(spearman):.3f}-{max(spearman):.3f}." if spearman else ".")]
+                  f"R² {paired(mine, control, 'r2')}" + _rank_agreement(mine, spearman)]
     return "\n".join(lines)
+
+
+def _rank_agreement(runs: list[dict[str, Any]], spearman: list[float]) -> str:
+    """How the learned Lambda ranks the true precisions over the seeds, beside the most any ranking
+    reaches when the true precisions tie (a strict ranking cannot match tied ranks exactly)."""
+    if not spearman:
+        return "."
+    low, high = min(spearman), max(spearman)
+    text = f"; the learned Lambda ranks the true precisions with Spearman {low:.3f}" + (
+        f"-{high:.3f}" if f"{high:.3f}" != f"{low:.3f}" else "")
+    truth = runs[0]["precision"]["true"]
+    ceiling = float(stats.spearmanr(truth, stats.rankdata(truth, method="ordinal")).statistic)
+    tied = f" (with their ties the most any ranking reaches is {ceiling:.3f})" if ceiling < 1 - 1e-9 else ""
+    return f"{text}{tied}."
 
 
 # AnInfoNCE and its isotropic control on the same positives, for the README: (AnInfoNCE, control) -> the
