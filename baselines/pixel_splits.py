@@ -26,6 +26,7 @@ from ident3d.baselines.pixels import PixelReadout
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import Ident3dError
 from ident3d.evaluation import encode, evaluate
+from ident3d.outputs import check_output_file
 from ident3d.protocols import REGISTRY, ScoringProtocol
 from ident3d.readers import read_json
 from ident3d.submissions import Standardisation, check_features
@@ -35,7 +36,7 @@ TRACK = "3dident-v2-64@1"
 SAMPLES = 20
 OUT = Path(__file__).resolve().parent / "pixel_splits.json"
 METRICS = ("linear_r2", "mcc_pearson")
-COMMAND = "python -m ident3d.baselines.pixel_splits --data ROOT"
+COMMAND = "python -m ident3d.baselines.pixel_splits --data ROOT --overwrite"
 
 
 def sample_scores(z: np.ndarray, h: np.ndarray, protocol: ScoringProtocol,
@@ -99,12 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="root holding the CPU track's test split")
     parser.add_argument("--samples", type=int, default=SAMPLES, help="sample seeds 0 .. N-1")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = parser.parse_args(argv)
     if args.samples < 3:
         print(f"error: --samples {args.samples}: a spread needs at least 3 samples. Fix: pass 3 or more.",
               file=sys.stderr)
         return 2
     try:
+        check_output_file(args.out, "--out", reads=(args.data,), overwrite=args.overwrite)
         document = measure(args.data, args.samples)
     except Ident3dError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -229,6 +229,12 @@ def rank_agreement(truth: np.ndarray, values: np.ndarray, seed: int = 0,
             "p_value": float((np.sum(np.abs(null) >= abs(rho)) + 1) / (permutations + 1))}
 
 
+def spearman_ceiling(truth: np.ndarray) -> float:
+    """The largest Spearman correlation any strict ranking reaches with ``truth``: 1 unless ``truth``
+    has ties, which a ranking without ties cannot match exactly."""
+    return float(spearmanr(truth, rankdata(truth, method="ordinal")).statistic)
+
+
 def class_accuracy(c_fit: np.ndarray, h_fit: np.ndarray, c_score: np.ndarray, h_score: np.ndarray,
                    n_classes: int, l2: float = 1e-3) -> float:
     """Accuracy of a multinomial logistic read-out of the class from the features.

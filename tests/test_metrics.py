@@ -88,3 +88,11 @@ def test_golden_values():
     for key, value in expected.items():
         assert got[key] == pytest.approx(value, abs=1e-6), key
 
+
+
+def test_the_spearman_ceiling_is_one_without_ties_and_below_it_with_them():
+    from ident3d.metrics import spearman_ceiling
+
+    assert spearman_ceiling(np.linspace(5, 25, 10)) == pytest.approx(1.0)
+    two_blocks = np.array([25.0] * 5 + [5.0] * 5)
+    assert spearman_ceiling(two_blocks) == pytest.approx(0.8704, abs=1e-4)  # 5 x 5 ties: sqrt(75/99)

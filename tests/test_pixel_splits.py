@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from ident3d.baselines.pixel_splits import METRICS, OUT, PROTOCOL, pixel_samples, sample_scores
+from ident3d.baselines.pixel_splits import METRICS, OUT, PROTOCOL, main, pixel_samples, sample_scores
 from ident3d.errors import Ident3dError
 
 PIXELS = "Ident2026CpuTrack_v2-pixels-clica"
@@ -43,4 +43,14 @@ def test_samples_that_are_not_the_entrys_are_refused(committed_entries, tmp_path
     (tmp_path / "pixel_splits.json").write_text(json.dumps(document))
     with pytest.raises(Ident3dError, match=message) as caught:
         pixel_samples(entry, tmp_path / "pixel_splits.json")
-    assert "Fix: run `python -m ident3d.baselines.pixel_splits --data ROOT`" in str(caught.value)
+    assert "Fix: run `python -m ident3d.baselines.pixel_splits --data ROOT --overwrite`" in str(caught.value)
+
+
+def test_the_command_writes_over_no_input_and_no_file_without_overwrite(fake_split, tmp_path_factory, capsys):
+    existing = tmp_path_factory.mktemp("elsewhere") / "mine.json"
+    existing.write_text("someone's data")
+    for out, message in ((existing, "already exists"), (fake_split / "train/manifest.json", "input")):
+        assert main(["--data", str(fake_split), "--out", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: --out") and message in err and err.count("\n") == 1
+    assert existing.read_text() == "someone's data"

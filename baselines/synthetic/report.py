@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from ident3d import metrics
 from ident3d.baselines.synthetic.figures import figure_name, has_trajectory, lambda_svg
 from ident3d.baselines.synthetic.run import Budget
 from ident3d.baselines.synthetic.table import COLUMNS, Row, rows
@@ -330,8 +330,7 @@ def _rank_agreement(runs: list[dict[str, Any]], spearman: list[float]) -> str:
     low, high = min(spearman), max(spearman)
     text = f"; the learned Lambda ranks the true precisions with Spearman {low:.3f}" + (
         f"-{high:.3f}" if f"{high:.3f}" != f"{low:.3f}" else "")
-    truth = runs[0]["precision"]["true"]
-    ceiling = float(stats.spearmanr(truth, stats.rankdata(truth, method="ordinal")).statistic)
+    ceiling = metrics.spearman_ceiling(np.asarray(runs[0]["precision"]["true"]))
     tied = f" (with their ties the most any ranking reaches is {ceiling:.3f})" if ceiling < 1 - 1e-9 else ""
     return f"{text}{tied}."
 

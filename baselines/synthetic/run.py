@@ -117,8 +117,9 @@ def _pairs(row: Row, seed: int, step: int, n: int, sampler: str,
            device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Step ``step``'s latents and positives as float32 tensors on ``device``."""
     if sampler == "numpy":
-        drawn = row.process.pairs(np.random.default_rng([seed, step]), n)
-        return tuple(torch.from_numpy(a).float().to(device) for a in drawn)  # type: ignore[return-value]
+        z, positive = (torch.from_numpy(a).float().to(device)
+                       for a in row.process.pairs(np.random.default_rng([seed, step]), n))
+        return z, positive
     z, positive = device_sampling.pairs(row.process, device_sampling.step_generator(device, seed, step), n)
     return z.float(), positive.float()
 
