@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -91,7 +92,12 @@ def _row(entry: dict[str, Any]) -> Row:
 
 
 def rows() -> dict[str, Row]:
-    text = files("ident3d.baselines.synthetic").joinpath("rows.toml").read_text()
+    """Every row of ``rows.toml`` by id (a new dict each call; the file is parsed once per content)."""
+    return dict(_parse_rows(files("ident3d.baselines.synthetic").joinpath("rows.toml").read_text()))
+
+
+@functools.lru_cache(maxsize=2)
+def _parse_rows(text: str) -> dict[str, Row]:
     table = {entry["id"]: _row(entry) for entry in tomllib.loads(text)["row"]}
     for row in table.values():
         for name in ("reference", "same_run_as"):
