@@ -362,6 +362,22 @@ def test_rank_agreement_separates_recovered_precisions_from_chance():
     assert reversed_["spearman"] == pytest.approx(-1.0)
 
 
+@pytest.mark.parametrize("truth", [np.array([25.0] * 5 + [5.0] * 5), np.linspace(5, 25, 10)])
+def test_rank_agreement_is_spearmans_rho_over_the_same_permutations(truth):
+    """The vectorised null is scipy's spearmanr of each permutation the loop would draw; a permuted
+    ranking that ties the observed rho counts towards p (the definition, whatever the rounding)."""
+    from ident3d.metrics import TIE_TOLERANCE, rank_agreement
+
+    values = np.round(np.random.default_rng(3).random(10), 1)  # ties on both sides
+    got = rank_agreement(truth, values, seed=7, permutations=300)
+    rng = np.random.default_rng(7)
+    null = np.array([stats.spearmanr(truth, rng.permutation(values)).statistic for _ in range(300)])
+    assert got["spearman"] == stats.spearmanr(truth, values).statistic
+    assert np.allclose(got["null_95"], np.nanquantile(null, [0.025, 0.975]), rtol=0, atol=1e-12)
+    ties = np.abs(null) >= abs(got["spearman"]) - TIE_TOLERANCE
+    assert got["p_value"] == (ties.sum() + 1) / 301
+
+
 @pytest.mark.slow
 def test_report_draws_lambda_trajectories_beside_itself(tmp_path):
     from xml.etree import ElementTree
