@@ -552,21 +552,63 @@ def test_the_child_dies_with_the_evaluator(world, how):
 import sys, time, torch
 sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
 from ident3d.sandbox.host import SandboxedModel
+from ident3d.sandbox import spawn
 model = SandboxedModel({str(world['clean'])!r}, "exported-program")
 model(torch.rand(2, 3, {SIZE}, {SIZE}))
-print(model.process.pid, flush=True)
+print(model.process.pid, spawn._server[0].process.pid, flush=True)
 time.sleep(120)
 """
     evaluator = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    child = int(evaluator.stdout.readline())
+    child, server = map(int, evaluator.stdout.readline().split())
     evaluator.send_signal(how)
     evaluator.wait(timeout=30)
-    for _ in range(100):
-        if not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"the sandbox child {child} outlived its evaluator ({how.name})")
+    for pid, what in ((server, "fork server"), (child, "child")):
+        for _ in range(100):
+            if not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"the sandbox {what} {pid} outlived its evaluator ({how.name})")
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.slow
+def test_each_model_gets_its_own_child_of_one_fork_server_holding_only_its_pipes(world):
+    """The server imports torch once; each child it forks keeps nothing of the server's: its own
+    session and folder, and no descriptor but pipes and /dev/null (not the server's socket)."""
+    from ident3d.sandbox import spawn
+    from ident3d.sandbox.host import SandboxedModel
+
+    with (SandboxedModel(world["clean"], "exported-program") as first,
+          SandboxedModel(world["clean"], "exported-program") as second):
+        server = spawn._server[0].process.pid
+        assert first.process.pid != second.process.pid
+        for model in (first, second):
+            pid = model.process.pid
+            assert model(torch.rand(2, 3, SIZE, SIZE)).shape == (2, 6)
+            assert parent_of(pid) == server and os.getsid(pid) == pid
+            assert os.readlink(f"/proc/{pid}/cwd") == model.temp
+            held = {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+            assert all(target.startswith("pipe:") or target == "/dev/null" for target in held), held
+        first.close()
+        assert second(torch.rand(3, 3, SIZE, SIZE)).shape == (3, 6)  # one child's end is not the other's
+
+
+@pytest.mark.slow
+def test_a_fork_server_that_died_is_replaced(world):
+    from ident3d.sandbox import spawn
+    from ident3d.sandbox.host import SandboxedModel
+
+    spawn.prestart()
+    dead = spawn._server[0].process
+    dead.kill()
+    dead.wait()
+    with SandboxedModel(world["clean"], "exported-program") as model:
+        assert model(torch.rand(2, 3, SIZE, SIZE)).shape == (2, 6)
+        assert parent_of(model.process.pid) == spawn._server[0].process.pid != dead.pid
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
-"""The sandbox process, started by ``ident3d.sandbox.spawn`` in an empty temporary folder with a
-minimal environment; its settings arrive with the evaluator's warm-up program.
+"""The sandbox process, forked by the fork server (``ident3d.sandbox.forkserver``) into an empty
+temporary folder with a minimal environment; its settings arrive with the evaluator's warm-up program.
 
 Order matters: import and warm up torch, lock down (``ident3d.sandbox.lockdown``), and only then
 read the model's bytes from the pipe. The model never learns a path: it gets image batches on
@@ -126,11 +126,3 @@ def main() -> int:
             traceback.print_exc()
         _report(protocol, error)
         return 1
-
-
-def run(parent: int) -> None:
-    """The process's whole life: die with the evaluator (pid ``parent``), serve, and leave at once.
-    ``os._exit`` skips the interpreter's shutdown (2.5 s of torch's finalisers while the evaluator
-    waited for its goodbye)."""
-    lockdown.die_with_parent(parent)
-    os._exit(main())

@@ -223,7 +223,12 @@ class SandboxedModel:
                     "cpu_seconds": int(self.limits.cpu_seconds), "max_model_bytes": len(data) + 1,
                     "max_batch_bytes": 8 * GIB, "reader": asdict(self.limits.reader),
                     "threads": torch.get_num_threads()}
-        self.process, self.temp = spawn.take()
+        try:
+            self.process, self.temp = spawn.take()
+        except OSError as error:
+            raise SubmissionError(f"{self.path}: the evaluator could not start its sandbox ({error}); the "
+                                  "model was not run. Fix: run again with IDENT3D_SANDBOX_DEBUG=1 to see "
+                                  "the sandbox's own error (docs/submissions.md).") from None
         self.stage = "loading the model"
         warm_up = wire.pack_settings(settings, warm_up_archive())  # built while the child imports torch
         deadline = time.monotonic() + self.limits.load_seconds
@@ -350,10 +355,7 @@ class SandboxedModel:
                 except (wire.WireError, subprocess.TimeoutExpired, OSError):
                     pass
             if process.poll() is None:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)  # its own session: the group is the child's
-                except ProcessLookupError:
-                    pass
+                process.kill()  # and its group (its own session)
                 process.wait()
             for stream in (process.stdin, process.stdout):
                 try:
