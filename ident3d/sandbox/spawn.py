@@ -90,6 +90,7 @@ class ForkServer:
                     if not self._next(deadline):
                         raise ServerGone(f"the sandbox fork server did not fork within {FORK_SECONDS} s")
                 pid = self.forked
+                self.exits.pop(pid, None)  # an earlier child's, whose pid the system has handed on
         except BaseException:
             for fd in (to_child, from_child):
                 os.close(fd)
