@@ -275,6 +275,7 @@ def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
     assert main(["synthetic", "report", "--results", str(out), "--readme"]) == 0
     readme = capsys.readouterr().out  # counts only the runs at the plan's table budget: none here
     assert "| unsupervised |" not in readme and "720 times fewer pairs than the paper's" in readme
+    assert "240 times fewer than its 6,144 x 100,001, lr 0.0001 (supervised)" in readme  # main_mlp.py's
     for seed in (0, 1, 2):  # the identity column has no budget: it is counted
         assert main(["-q", "synthetic", "run", "--row", "T1.5", "--column", "identity", "--seed", str(seed),
                      "--out", str(out)]) == 0

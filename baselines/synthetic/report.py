@@ -276,6 +276,7 @@ def summary_block(folder: Path) -> str:
     return "\n".join(_short_lines(results, {k: v for k, v in chosen.items() if v}))
 
 PAPER_BUDGET = Budget(steps=300_003, batch_size=6_144, lr=1e-4)  # main_mlp.py, unsupervised
+PAPER_SUPERVISED_BUDGET = Budget(steps=100_001, batch_size=6_144, lr=1e-4)  # main_mlp.py, supervised
 TABLE_BUDGET = "table"  # the plan's sweep whose budget the README states
 
 
@@ -288,7 +289,8 @@ def readme_block(folder: Path) -> str:
     results = load_results(folder)
     grouped = groups(results)
     table_budget = next(s.budget for s in load_plan() if s.name == TABLE_BUDGET)
-    ratio = (PAPER_BUDGET.steps * PAPER_BUDGET.batch_size) / (table_budget.steps * table_budget.batch_size)
+    ratio = {name: (paper.steps * paper.batch_size) / (table_budget.steps * table_budget.batch_size)
+             for name, paper in (("unsupervised", PAPER_BUDGET), ("supervised", PAPER_SUPERVISED_BUDGET))}
     lines = ["| the paper's column | rows with 3 seeds | reproduced | not reproduced | not decidable |",
              "|---|---|---|---|---|"]
     paper_rows = [row for row in rows().values() if row.paper_source.startswith("Zimmermann")]
@@ -306,8 +308,10 @@ def readme_block(folder: Path) -> str:
             counts = [sum(v.startswith(word) for v in verdicts) for word in ("reproduced", "not reproduced",
                                                                              "not decidable")]
             lines.append(f"| {column} | {len(verdicts)} | " + " | ".join(map(str, counts)) + " |")
-    lines += ["", f"Trained columns at {table_budget.label()} per run, {ratio:,.0f} times fewer pairs than "
-              f"the paper's {PAPER_BUDGET.label()}; each row at every budget: docs/synthetic.md."]
+    lines += ["", f"Trained columns at {table_budget.label()} per run: {ratio['unsupervised']:,.0f} times "
+              f"fewer pairs than the paper's {PAPER_BUDGET.label()} (unsupervised), "
+              f"{ratio['supervised']:,.0f} times fewer than its {PAPER_SUPERVISED_BUDGET.label()} "
+              "(supervised); each row at every budget: docs/synthetic.md."]
     for (a, b), precisions in ANINFONCE_PAIRS.items():
         arms = [(grouped[(a, "unsupervised", budget)], grouped.get((b, "unsupervised", budget)))
                 for (run_id, column, budget) in grouped if (run_id, column) == (a, "unsupervised")]
