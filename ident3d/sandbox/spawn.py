@@ -58,14 +58,13 @@ class ForkServer:
         self.exits: dict[int, int] = {}
         self.lock = threading.Lock()
         self.gone = False
-        self.forked: int | None = None  # the pid the last fork request got
 
-    def _next(self, deadline: float | None) -> bool:
-        """Read one message (a fork's pid is returned by ``fork``; exits are kept in ``exits``);
-        False when the deadline passed first."""
+    def _next(self, deadline: float | None) -> int | None:
+        """Read one message: the pid of a fork it announces, or None (an exit, kept in ``exits``).
+        Raises ``TimeoutError`` when the deadline passes first, ``ServerGone`` when the server left."""
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         if not select.select([self.socket], [], [], timeout)[0]:
-            return False
+            raise TimeoutError
         message = self.socket.recv(MAX_MESSAGE)
         if not message:
             self.gone = True
@@ -74,8 +73,8 @@ class ForkServer:
             pid, code = EXIT.unpack(message[1:])
             self.exits[pid] = code
         elif message[:1] == b"P" and len(message) == 1 + PID.size:
-            self.forked = PID.unpack(message[1:])[0]
-        return True
+            return PID.unpack(message[1:])[0]
+        return None
 
     def fork(self) -> SandboxProcess:
         folder = tempfile.mkdtemp(prefix="ident3d-sandbox-")
@@ -83,13 +82,13 @@ class ForkServer:
         from_child, child_stdout = os.pipe()
         try:
             with self.lock:
-                self.forked = None
                 socket.send_fds(self.socket, [b"F" + folder.encode()], [child_stdin, child_stdout])
                 deadline = time.monotonic() + FORK_SECONDS
-                while self.forked is None:
-                    if not self._next(deadline):
-                        raise ServerGone(f"the sandbox fork server did not fork within {FORK_SECONDS} s")
-                pid = self.forked
+                try:
+                    while (pid := self._next(deadline)) is None:
+                        pass
+                except TimeoutError:
+                    raise ServerGone(f"the fork server did not fork within {FORK_SECONDS} s") from None
                 self.exits.pop(pid, None)  # an earlier child's, whose pid the system has handed on
         except BaseException:
             for fd in (to_child, from_child):
@@ -111,8 +110,9 @@ class ForkServer:
                 if self.gone or self.socket.fileno() < 0:  # its children died with it
                     return -signal.SIGKILL
                 try:
-                    if not self._next(deadline):
-                        return None
+                    self._next(deadline)
+                except TimeoutError:
+                    return None
                 except OSError:
                     self.gone = True
             return self.exits[pid]
