@@ -27,7 +27,7 @@ from pathlib import Path
 
 from scipy.stats import t as student_t
 
-from ident3d.baselines.experiment import load_experiment
+from ident3d.baselines.experiment import Run, load_experiment
 from ident3d.baselines.pixel_splits import pixel_samples
 from ident3d.baselines.verdicts import decide as decide_interval
 from ident3d.baselines.verdicts import undecided
@@ -85,6 +85,18 @@ ORIGINALS = tuple(Relation(f"`{row}-original` against `{row}`", "level", f"{row}
                   for row in ("normal-box", "normal-unbounded", "laplace-box", "normal-sphere-vmf"))
 
 
+# The learning rate as a confound of the -original rows (issue 67): the sigmoid box at the original
+# code's lr 1e-4 (batch and steps the CPU track's) against itself at the track's lr and against
+# ident3d's variant. Our question, not a claim of the paper.
+TRACK_LR = 1e-3  # the CPU track's optimiser (cpu_track.toml's budgets); a run at another lr is its own arm
+LEARNING_RATE = (
+    Relation("`normal-box-original` at lr 1e-4 against itself at lr 1e-3", "level",
+             "normal-box-original at lr 0.0001", "normal-box-original", "linear_r2"),
+    Relation("`normal-box-original` at lr 1e-4 against `normal-box` at lr 1e-3", "level",
+             "normal-box-original at lr 0.0001", "normal-box", "linear_r2"),
+)
+
+
 # Laplace against Normal positives as the paper's row means them: exactly rendered pairs, the same
 # anchors (data sets v2pairs-normal and v2pairs-laplace of cpu_track.toml), no snapping.
 EXACT_DATA = ("v2pairs-normal", "v2pairs-laplace")
@@ -131,11 +143,17 @@ def verdict(kind: str, found: tuple[float, float, float] | None, seeds: int) -> 
     return undecided(seeds) if decided is None else "holds" if decided else "does not hold"
 
 
+def arm_name(run: Run) -> str:
+    """The arm a run belongs to: its preset, named with its learning rate when that is not the track's."""
+    lr = run.budget.get("lr", TRACK_LR)
+    return run.preset if lr == TRACK_LR else f"{run.preset} at lr {lr:g}"
+
+
 def track_runs(entries: list[dict], data: tuple[str, ...] = (DATA,)) -> list[tuple[str, dict]]:
-    """(preset, entry) of every run of the experiment on ``data`` scored on the track under PROTOCOL."""
+    """(arm, entry) of every run of the experiment on ``data`` scored on the track under PROTOCOL."""
     experiment = load_experiment(EXPERIMENT)
     runs = {experiment.entry_id(run, PROTOCOL): run for run in experiment.runs if run.data in data}
-    return [(runs[entry["id"]].preset, entry) for entry in entries
+    return [(arm_name(runs[entry["id"]]), entry) for entry in entries
             if entry["id"] in runs and entry["dataset"] == TRACK and entry["protocol"] == PROTOCOL]
 
 
@@ -236,7 +254,8 @@ def section(entries: list[dict]) -> str:
     here, exact = arms_here(entries), arms_here(entries, EXACT_DATA)
     return "\n".join([*relation_lines(here, arms_paper(entries)), "", *latents_read_lines(entries), "",
                       *exact_lines(exact), "",
-                      *snapping_lines(here, exact), "", *original_lines(here)])
+                      *snapping_lines(here, exact), "", *original_lines(here), "",
+                      *learning_rate_lines(here)])
 
 
 def relation_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, Arm]]) -> list[str]:
@@ -348,3 +367,17 @@ def original_lines(here: dict[str, dict[str, Arm]]) -> list[str]:
             "difference original - variant with its 95% Welch t interval; \"holds\" means the two are "
             f"level within ±{100 * LEVEL:.0f} points.", "", *_table(ORIGINALS, here, "rows")]
 
+
+
+def learning_rate_lines(here: dict[str, dict[str, Arm]]) -> list[str]:
+    """The sigmoid-box row at the original code's learning rate: is lr 1e-3 why it reads less?"""
+    return ["The learning rate as a confound (our question, not the paper's): `normal-box-original` at the "
+            "original code's lr 1e-4, with the CPU track's batch 128 and 1,200 steps "
+            "(run by `python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --runs "
+            "v2-normal-box-original-lr1e-4`), against itself at the "
+            "track's lr 1e-3 and against ident3d's variant, by the same rule (\"holds\": level within "
+            f"±{100 * LEVEL:.0f} points). 1,200 steps at lr 1e-4 move the weights less than the "
+            "original's 30,000, so a lower score at 1e-4 says the budget is short, not that the learning rate "
+            "is innocent; which latents "
+            "each seed reads is in the latents-read table above.", "",
+            *_table(LEARNING_RATE, here, "arms")]

@@ -3,13 +3,17 @@ docs/cpu-track.md, which must be what the committed entries give."""
 
 import pytest
 
+from ident3d.baselines.experiment import load_experiment
 from ident3d.baselines.relations import (
     EXACT,
+    EXPERIMENT,
     RELATIONS,
     Arm,
+    arm_name,
     arms_paper,
     decide,
     interval,
+    learning_rate_lines,
     original_lines,
     snapping_lines,
     summary_lines,
@@ -54,6 +58,19 @@ def test_each_original_row_is_set_against_its_variant_with_an_interval():
     assert "laplace-box-original 60.00 (n=2) vs laplace-box 60.00 (n=3): difference +0.00; " \
            "**not decidable with 2 seeds**" in text
     assert text.count("not measured") == 4  # two rows x two metrics not run
+
+
+def test_a_run_at_another_learning_rate_is_an_arm_of_its_own():
+    arms = {run.folder: arm_name(run) for run in load_experiment(EXPERIMENT).runs}
+    assert arms["v2-normal-box-original-s0"] == "normal-box-original"
+    assert arms["v2-normal-box-original-lr1e-4-s0"] == "normal-box-original at lr 0.0001"
+    here = {"normal-box": arm("normal-box", 0.60), "normal-box-original": arm("normal-box-original", 0.48),
+            "normal-box-original at lr 0.0001": arm("normal-box-original at lr 0.0001", 0.59)}
+    text = "\n".join(learning_rate_lines(here))
+    assert ("normal-box-original at lr 0.0001 59.00 (n=3) vs normal-box-original 48.00 (n=3): difference "
+            "+11.00 [") in text
+    assert "normal-box-original at lr 0.0001 59.00 (n=3) vs normal-box 60.00 (n=3): difference -1.00 [" in text
+    assert text.count("**does not hold**") == 1 and text.count("**holds**") == 1
 
 
 def test_snapping_sets_each_presets_exact_runs_against_its_snapped_ones():
