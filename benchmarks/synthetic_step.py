@@ -6,9 +6,10 @@ what the plan's budgets cost in full.
 Times the step of ``ident3d.baselines.synthetic.run`` (draw pairs, mix, encode, the Lp loss with the
 cl-ica denominator, Adam) for row T2.3 (box, Normal positives, L2), median of 5 steps after one
 warm-up, with torch's default threads, and the same loss written as the broadcast difference tensor
-it replaced, for the ratio. Then both forms for each exponent the tables use (L1, L2, L3) at the
-faithful CPU batch: the step with ``torch.cdist`` is quick for p = 1 and 2 and slow for p = 3 (the
-rows with an L3 loss). Then each budget of baselines/synthetic/plan.toml that matters here (the
+it replaced, for the ratio. Then, for each exponent the tables use (L1, L2, L3) at the faithful CPU
+batch, the step as ``LpInfoNCE`` takes it beside ``torch.cdist`` for every p and the broadcast form:
+cdist is quick for p = 1 and 2 and slow for p = 3 (the rows with an L3 loss), which ``LpInfoNCE``
+therefore computes with ``lp_power_distances``. Then each budget of baselines/synthetic/plan.toml that matters here (the
 table's, the faithful CPU one, the paper's) as hours per run on this machine, measured per step, and
 for the paper's budget a GPU projection from its floating-point operations: labelled a projection,
 since no GPU was measured here. Last, what drawing one batch of the paper's size costs with each
@@ -36,6 +37,13 @@ class BroadcastLp(LpInfoNCE):
 
     def similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return -(a[:, None, :] - b[None, :, :]).abs().pow(self.p).sum(-1) / self.tau
+
+
+class CdistLp(LpInfoNCE):
+    """The similarity through ``torch.cdist`` for every p (LpInfoNCE's form before p = 3 left it)."""
+
+    def similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return -torch.cdist(a, b, p=self.p).pow(self.p) / self.tau
 
 
 def step_seconds(loss: torch.nn.Module, batch: int, steps: int = 5) -> float:
@@ -93,11 +101,12 @@ def main() -> None:
         slow = step_seconds(BroadcastLp(2, negatives="anchors"), batch)
         measured[batch] = fast
         print(f"{batch} | {fast:.3f} | {slow:.3f} | {slow / fast:.1f}x | {60 / fast:,.0f}")
-    print("\nexponent p at batch 1,000 | s/step (cdist) | s/step (broadcast) | cdist / broadcast")
+    print("\nexponent p at batch 1,000 | s/step (LpInfoNCE) | s/step (cdist) | s/step (broadcast) | "
+          "cdist / LpInfoNCE")
     for p in (1, 2, 3):
-        fast = step_seconds(LpInfoNCE(p, negatives="anchors"), 1000)
-        slow = step_seconds(BroadcastLp(p, negatives="anchors"), 1000)
-        print(f"{p} | {fast:.3f} | {slow:.3f} | {fast / slow:.2f}")
+        ours, cdist, broadcast = (step_seconds(form(p, negatives="anchors"), 1000)
+                                  for form in (LpInfoNCE, CdistLp, BroadcastLp))
+        print(f"{p} | {ours:.3f} | {cdist:.3f} | {broadcast:.3f} | {cdist / ours:.2f}")
     print("\nbudget (plan.toml sweep) | batch x steps | hours per run here (measured s/step x steps) | "
           "GPU projection")
     for sweep in load_plan():

@@ -8,7 +8,15 @@ import pytest
 import torch
 
 from ident3d.baselines.config import TrainConfig, load_preset, preset_names
-from ident3d.baselines.losses import AnInfoNCE, LpInfoNCE, SupervisedMSE, VonMisesFisherInfoNCE, build_loss
+from ident3d.baselines import losses
+from ident3d.baselines.losses import (
+    AnInfoNCE,
+    LpInfoNCE,
+    SupervisedMSE,
+    VonMisesFisherInfoNCE,
+    build_loss,
+    lp_power_distances,
+)
 from ident3d.baselines.models import Box, BoxSigmoid, Encoder, Sphere
 from ident3d.baselines.positives import AugmentedPairs, StepBatches
 from ident3d.datasets import ThreeDIdent
@@ -37,6 +45,20 @@ def test_l1_and_l3_infonce_by_hand():
     # p = 3 on [[0], [2]] vs [[0], [1]]: distances [[0, 1], [8, 1]]
     expected = (math.log(1 + math.exp(-1)) + -math.log(math.exp(-1) / (math.exp(-8) + math.exp(-1)))) / 2
     assert LpInfoNCE(p=3)(h3, T([[0.0], [1.0]])).item() == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("p", [1.5, 3.0])
+@pytest.mark.parametrize("chunk_elements", [losses.CHUNK_ELEMENTS, 20])  # one chunk; a row or two per chunk
+def test_lp_power_distances_are_cdists_to_the_p_with_the_same_gradients(p, chunk_elements, monkeypatch):
+    monkeypatch.setattr(losses, "CHUNK_ELEMENTS", chunk_elements)
+    generator = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(n, 10, dtype=torch.float64, generator=generator, requires_grad=True) for n in (7, 5))
+    assert torch.allclose(lp_power_distances(a, b, p), torch.cdist(a, b, p=p).pow(p), rtol=1e-12, atol=0)
+    assert torch.autograd.gradcheck(lambda x, y: lp_power_distances(x, y, p), (a, b))
+    weights = torch.randn(7, 5, dtype=torch.float64, generator=generator)
+    ours = torch.autograd.grad((lp_power_distances(a, b, p) * weights).sum(), (a, b))
+    theirs = torch.autograd.grad((torch.cdist(a, b, p=p).pow(p) * weights).sum(), (a, b))
+    assert all(torch.allclose(x, y, rtol=1e-10, atol=1e-12) for x, y in zip(ours, theirs, strict=True))
 
 
 def test_anchor_to_itself_term_adds_exp_zero_to_each_denominator():
