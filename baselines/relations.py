@@ -377,7 +377,7 @@ def learning_rate_lines(here: dict[str, dict[str, Arm]]) -> list[str]:
             "v2-normal-box-original-lr1e-4`), against itself at the "
             "track's lr 1e-3 and against ident3d's variant, by the same rule (\"holds\": level within "
             f"±{100 * LEVEL:.0f} points). 1,200 steps at lr 1e-4 move the weights less than the "
-            "original's 30,000, so a lower score at 1e-4 says the budget is short, not that the learning rate "
-            "is innocent; which latents "
-            "each seed reads is in the latents-read table above.", "",
+            "original's 30,000, so a lower score at 1e-4 says the budget is short, not that the "
+            "learning rate is innocent; which latents each seed reads is in the latents-read table "
+            "above.", "",
             *_table(LEARNING_RATE, here, "arms")]

@@ -9,11 +9,11 @@ warm-up, with torch's default threads, and the same loss written as the broadcas
 it replaced, for the ratio. Then, for each exponent the tables use (L1, L2, L3) at the faithful CPU
 batch, the step as ``LpInfoNCE`` takes it beside ``torch.cdist`` for every p and the broadcast form:
 cdist is quick for p = 1 and 2 and slow for p = 3 (the rows with an L3 loss), which ``LpInfoNCE``
-therefore computes with ``lp_power_distances``. Then each budget of baselines/synthetic/plan.toml that matters here (the
-table's, the faithful CPU one, the paper's) as hours per run on this machine, measured per step, and
-for the paper's budget a GPU projection from its floating-point operations: labelled a projection,
-since no GPU was measured here. Last, what drawing one batch of the paper's size costs with each
-sampler: numpy (the CPU runs') and torch (the GPU runs', timed here on the CPU).
+therefore computes with ``lp_power_distances``. Then each budget of baselines/synthetic/plan.toml
+that matters here (the table's, the faithful CPU one, the paper's) as hours per run on this machine,
+measured per step, and for the paper's budget a GPU projection from its floating-point operations:
+labelled a projection, since no GPU was measured here. Last, what drawing one batch of the paper's
+size costs with each sampler: numpy (the CPU runs') and torch (the GPU runs', timed here on the CPU).
 """
 
 from __future__ import annotations

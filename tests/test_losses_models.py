@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from ident3d.baselines.config import TrainConfig, load_preset, preset_names
 from ident3d.baselines import losses
+from ident3d.baselines.config import TrainConfig, load_preset, preset_names
 from ident3d.baselines.losses import (
     AnInfoNCE,
     LpInfoNCE,

@@ -69,7 +69,8 @@ def test_a_run_at_another_learning_rate_is_an_arm_of_its_own():
     text = "\n".join(learning_rate_lines(here))
     assert ("normal-box-original at lr 0.0001 59.00 (n=3) vs normal-box-original 48.00 (n=3): difference "
             "+11.00 [") in text
-    assert "normal-box-original at lr 0.0001 59.00 (n=3) vs normal-box 60.00 (n=3): difference -1.00 [" in text
+    assert ("normal-box-original at lr 0.0001 59.00 (n=3) vs normal-box 60.00 (n=3): difference "
+            "-1.00 [") in text
     assert text.count("**does not hold**") == 1 and text.count("**holds**") == 1
 
 
