@@ -79,8 +79,8 @@ RELATIONS = (
 )
 
 
-# The rows of Table 4 as the original code ran them (the -original presets: sigmoid box, the cl-ica
-# denominator) against ident3d's variants of them, on the same data and budget.
+# The rows of Table 4 with the original code's output layer and denominator (the -original presets:
+# sigmoid box, the cl-ica denominator) against ident3d's variants of them, on the same data and budget.
 ORIGINALS = tuple(Relation(f"`{row}-original` against `{row}`", "level", f"{row}-original", row, "linear_r2")
                   for row in ("normal-box", "normal-unbounded", "laplace-box", "normal-sphere-vmf"))
 
@@ -357,8 +357,9 @@ def snapping_lines(snapped: dict[str, dict[str, Arm]], exact: dict[str, dict[str
 
 
 def original_lines(here: dict[str, dict[str, Arm]]) -> list[str]:
-    """The table of each row as the original code ran it against ident3d's variant of it, then the
-    sigmoid-box row at the original code's learning rate (is lr 1e-3 why it reads less?)."""
+    """The table of each row with the original code's output layer and denominator against ident3d's
+    variant of it, then the sigmoid-box row at the original code's learning rate (is lr 1e-3 why it
+    reads less?)."""
     return ["Each row with the original code's output layer and denominator (the `-original` presets: the "
             "sigmoid box and the cl-ica denominator, docs/training.md) at the CPU track's optimiser, not as "
             "the original code ran it (batch 512 at lr 1e-4 for 30,000 steps at 224 px there; batch 128 at "
