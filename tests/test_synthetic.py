@@ -435,3 +435,15 @@ def test_the_readme_sets_each_aninfonce_arm_beside_its_control_only_with_three_s
     assert "AnInfoNCE (A.3) against isotropic InfoNCE (A.4), two blocks of equal precisions" in text
     # two blocks of tied precisions: no strict ranking reaches Spearman 1, and the line says how far one can
     assert text.count("the most any ranking reaches is 0.870") == 1
+
+
+def test_rows_that_differ_only_in_positives_and_loss_share_their_supervised_runs(tmp_path):
+    from ident3d.baselines.synthetic.report import readme_block, supervised_twins
+
+    assert supervised_twins() == [("T1.5", "T2.6")]
+    tiny = synthetic_run.Budget(steps=4, batch_size=16, eval_every=2)
+    first, second = (json.loads(synthetic_run.run(get_row(row), 0, tiny, tmp_path, progress=False,
+                                                  column="supervised", device="cpu").read_text())
+                     for row in ("T1.5", "T2.6"))
+    assert first["curve"] == second["curve"] and first["r2_per_latent"] == second["r2_per_latent"]
+    assert "T1.5 and T2.6 share their supervised runs seed by seed" in readme_block(tmp_path)
