@@ -98,7 +98,7 @@ CHUNK_ELEMENTS = 2**24  # elements of the (rows, len(b), d) differences held at 
 def lp_power_distances(a: torch.Tensor, b: torch.Tensor, p: float) -> torch.Tensor:
     """(len(a), len(b)) sums over the features of |a_i - b_j|^p for p > 1, without the root that
     ``torch.cdist`` takes and ``pow(p)`` undoes. cdist's kernel for p other than 1 and 2 makes a step
-    of the L3 rows about 5 times slower at batch 1,000 (``python -m benchmarks.synthetic_step``).
+    of the L3 rows slower (``python -m benchmarks.synthetic_step``, the exponent table).
     Computed in row chunks; the backward recomputes the differences instead of keeping them, so
     memory stays at one chunk whatever the batch."""
     return _LpPowerDistances.apply(a, b, p)
