@@ -254,7 +254,8 @@ def section(entries: list[dict]) -> str:
     here, exact = arms_here(entries), arms_here(entries, EXACT_DATA)
     return "\n".join([*relation_lines(here, arms_paper(entries)), "", *latents_read_lines(entries), "",
                       *exact_lines(exact), "",
-                      *snapping_lines(here, exact), "", *original_lines(here)])
+                      *snapping_lines(here, exact), "", *original_lines(here), "",
+                      *learning_rate_reading(entries)])
 
 
 def relation_lines(here: dict[str, dict[str, Arm]], paper: dict[str, dict[str, Arm]]) -> list[str]:
@@ -327,6 +328,32 @@ def _table(relations: tuple[Relation, ...], arms: dict[str, dict[str, Arm]], hea
             claim = relation.claim if metric == relation.metric else ""
             lines.append(f"| {claim} | {METRICS[metric]} | {_cell(relation, arms, metric)} |")
     return lines
+
+
+def learning_rate_reading(entries: list[dict], factor: str = "spotlight_angle") -> list[str]:
+    """Beside the learning-rate table: each of its arms' seeds on the latent the sigmoid box misses,
+    and the test-split renders the arms were scored on (a difference between renders is a second
+    confound the table does not separate)."""
+    arms = sorted({name for relation in LEARNING_RATE for name in (relation.a, relation.b)})
+    values: dict[str, list[str]] = {}
+    renders: dict[str, set[str]] = {}
+    for arm, entry in track_runs(entries):
+        if arm in arms:
+            result = entry.get("result") or {}
+            read = [r.get("linear_r2") for r in result.get("per_latent") or [] if r["factor"] == factor]
+            values.setdefault(arm, []).append(f"{100 * read[0]:.2f}" if read and read[0] is not None else "–")
+            renders.setdefault(arm, set()).add((result.get("dataset") or {}).get("manifest_sha256", "")[:12])
+    if not values:
+        return []
+    seeds = "; ".join(f"{arm} {', '.join(values[arm])}" for arm in arms if arm in values)
+    scored = "; ".join(f"{arm} `{'`, `'.join(sorted(renders[arm]))}`" for arm in arms if arm in renders)
+    same = len(set().union(*renders.values())) == 1
+    return [f"`{factor}` per seed (linear R² in percent under {PROTOCOL}, as the entries store it: "
+            f"clipped at 0; read means at least {100 * READ:.0f}): "
+            f"{seeds}. The test-split renders the arms were scored on: {scored}"
+            + ("." if same else "; the arms were trained and scored on different renders of the track "
+               "(the list under the tables), a difference this table does not separate from the "
+               "learning rate.")]
 
 
 def exact_lines(exact: dict[str, dict[str, Arm]]) -> list[str]:

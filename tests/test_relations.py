@@ -7,12 +7,15 @@ from ident3d.baselines.experiment import load_experiment
 from ident3d.baselines.relations import (
     EXACT,
     EXPERIMENT,
+    PROTOCOL,
     RELATIONS,
+    TRACK,
     Arm,
     arm_name,
     arms_paper,
     decide,
     interval,
+    learning_rate_reading,
     original_lines,
     snapping_lines,
     summary_lines,
@@ -72,6 +75,27 @@ def test_a_run_at_another_learning_rate_is_an_arm_of_its_own():
     assert ("normal-box-original at lr 0.0001 59.00 (n=3) vs normal-box 60.00 (n=3): difference "
             "-1.00 [") in text
     assert text.count("**does not hold**") == 1 and text.count("**holds**") == 1
+
+
+def test_the_learning_rate_reading_gives_each_seeds_angle_and_flags_different_renders():
+    experiment = load_experiment(EXPERIMENT)
+
+    def entry(folder, angle, render):
+        run = next(run for run in experiment.runs if run.folder == folder)
+        latents = [{"factor": "object_x", "linear_r2": 0.9},
+                   {"factor": "spotlight_angle", "linear_r2": angle}]
+        return {"id": experiment.entry_id(run, PROTOCOL), "dataset": TRACK, "protocol": PROTOCOL,
+                "result": {"per_latent": latents, "dataset": {"manifest_sha256": render * 64}}}
+
+    same = [entry(f"v2-normal-box-original-lr1e-4-s{seed}", angle, "a")
+            for seed, angle in enumerate((0.0, 0.004, 0.6))]
+    same.append(entry("v2-normal-box-s0", 0.87, "a"))
+    (line,) = learning_rate_reading(same)
+    assert "normal-box 87.00; normal-box-original at lr 0.0001 0.00, 0.40, 60.00." in line
+    assert line.endswith(f"normal-box-original at lr 0.0001 `{'a' * 12}`.")  # one render: no caveat
+    (line,) = learning_rate_reading([*same, entry("v2-normal-box-original-s0", 0.0, "b")])
+    assert "normal-box-original 0.00;" in line and "different renders" in line
+    assert learning_rate_reading([entry("v2-laplace-box-s1", 0.5, "a")]) == []  # no arm of the table
 
 
 def test_snapping_sets_each_presets_exact_runs_against_its_snapped_ones():
