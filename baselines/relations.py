@@ -31,6 +31,7 @@ from ident3d.baselines.experiment import Run, load_experiment
 from ident3d.baselines.pixel_splits import pixel_samples
 from ident3d.baselines.verdicts import decide as decide_interval
 from ident3d.baselines.verdicts import undecided
+from ident3d.leaderboard.compare import per_latent
 
 EXPERIMENT = Path(__file__).resolve().parent / "cpu_track.toml"
 TRACK, PROTOCOL, DATA = "3dident-v2-64@1", "cl-ica-2021", "v2"
@@ -339,10 +340,10 @@ def learning_rate_reading(entries: list[dict], factor: str = "spotlight_angle") 
     renders: dict[str, set[str]] = {}
     for arm, entry in track_runs(entries):
         if arm in arms:
-            result = entry.get("result") or {}
-            read = [r.get("linear_r2") for r in result.get("per_latent") or [] if r["factor"] == factor]
-            values.setdefault(arm, []).append(f"{100 * read[0]:.2f}" if read and read[0] is not None else "–")
-            renders.setdefault(arm, set()).add((result.get("dataset") or {}).get("manifest_sha256", "")[:12])
+            read = per_latent(entry).get(factor, {}).get("linear_r2")
+            values.setdefault(arm, []).append("–" if read is None else f"{100 * read:.2f}")
+            render = (entry.get("result") or {}).get("dataset", {}).get("manifest_sha256") or "unrecorded"
+            renders.setdefault(arm, set()).add(render[:12])
     if not values:
         return []
     seeds = "; ".join(f"{arm} {', '.join(values[arm])}" for arm in arms if arm in values)
