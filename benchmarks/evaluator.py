@@ -80,7 +80,7 @@ def encoding_table(n_images: int) -> None:
         torch.manual_seed(0)
         export_program(torchvision.models.resnet18(num_classes=10), Path(tmp) / "encoder.pt2", 224)
         # the rebuild the sandbox runs, here in-process: the rows compare ways of running one model
-        model = program_module(read_archive((Path(tmp) / "encoder.pt2").read_bytes()))
+        _, model = program_module(read_archive((Path(tmp) / "encoder.pt2").read_bytes()))
         z = dataset.latents.astype(np.float64)
         cpu = torch.device("cpu")
         rows = [("plain loop (eager, contiguous; the evaluator before)", lambda: model, False),

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from ident3d.sandbox.loading import overload_refusal
-from ident3d.sandbox.operators import ALIASING, ATEN
+from ident3d.sandbox.operators import ATEN, TRAINING_ARGUMENTS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,8 +21,14 @@ REPO = Path(__file__).resolve().parents[1]
 def test_the_allow_list_holds_public_operators_only():
     assert not [name for name in ATEN if name.startswith("_") or name.endswith("_for_cpu")]
     assert not [name for name in ATEN if not hasattr(torch.ops.aten, name)]  # no dead names
-    assert ALIASING <= ATEN
     assert {"conv2d", "batch_norm", "scaled_dot_product_attention"} <= ATEN  # what export writes
+
+
+def test_the_training_rule_names_every_training_flag_of_the_allow_list():
+    flags = {argument.name for name in ATEN for overload in getattr(torch.ops.aten, name).overloads()
+             for argument in getattr(getattr(torch.ops.aten, name), overload)._schema.arguments
+             if "train" in argument.name and str(argument.type) == "bool"}
+    assert flags == TRAINING_ARGUMENTS
 
 
 def test_scalar_arithmetic_out_and_numbered_type_overloads_are_refused():

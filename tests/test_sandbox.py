@@ -129,6 +129,59 @@ class TrainingBatchNorm(torch.nn.Module):  # exported in training mode: mutates 
         return self.norm(x.mean((2, 3)))
 
 
+class DropoutCache(torch.nn.Module):  # eval-mode dropout returns its input itself: a buffer to write
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(6))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch.ops.aten.dropout(self.cache, 0.0, False).add_(x.mean())
+        return x.mean((2, 3)).repeat(1, 2) + self.cache
+
+
+class EinsumCache(DropoutCache):  # a one-operand einsum returns a view of its operand
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        view = torch.ops.aten.einsum("i->i", [self.cache])
+        view.copy_(view + x.mean())
+        return x.mean((2, 3)).repeat(1, 2) + self.cache
+
+
+class NormWritesStatistics(torch.nn.Module):  # batch_norm told training=True rewrites running_mean
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(3))
+        self.register_buffer("var", torch.ones(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch.ops.aten.batch_norm(x, None, None, self.mean, self.var, True, 1.0, 1e-5, False)
+        return x.mean((2, 3)) + self.mean
+
+
+class ReturnsBuffer(torch.nn.Module):  # its output is a view of its own buffer
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("table", torch.zeros(1, 6))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.table.expand(x.shape[0], 6)
+
+
+class Attention(torch.nn.Module):  # crafted below: a key shorter than the value
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.flatten(2).transpose(1, 2)  # (B, pixels, 3): sequences of pixels
+        return torch.nn.functional.scaled_dot_product_attention(h[:, :8], h[:, 8:16], h[:, 16:24]).flatten(1)
+
+
+def short_key(document: dict) -> None:
+    """The key's slice ends 4 pixels early: the value stays 8 long."""
+    def argument(node: dict, name: str) -> dict:
+        return next(i for i in node["inputs"] if i["name"] == name)["arg"]
+
+    key = next(n for n in nodes(document) if n["target"] == "torch.ops.aten.slice.Tensor"
+               and argument(n, "start") == {"as_int": 8})
+    argument(key, "end")["as_int"] = 12
+
+
 def export(module: torch.nn.Module, path: Path, train: bool = False) -> Path:
     module = module.train() if train else module.eval()
     program = torch.export.export(module, (torch.rand(2, 3, SIZE, SIZE),),
@@ -303,8 +356,14 @@ def build_models(w: Path, clean: Path) -> dict[str, Path]:
                                 ("index-out-of-range", OutOfRange(), False),
                                 ("rand-like", Random(), False), ("training-mode", TrainingBatchNorm(), True),
                                 ("drifts-through-alias", DriftsThroughAlias(), False),
-                                ("statistics-above-eight", StatisticsAboveEight(), False)):
+                                ("statistics-above-eight", StatisticsAboveEight(), False),
+                                ("dropout-alias", DropoutCache(), False),
+                                ("einsum-alias", EinsumCache(), False),
+                                ("norm-writes-statistics", NormWritesStatistics(), False),
+                                ("returns-buffer", ReturnsBuffer(), False)):
         models[name] = export(module, w / f"{name}.pt2", train)
+    models["attention-short-key"] = rewrite_zip(export(Attention(), w / "attention.pt2"),
+                                                w / "attention-short-key.pt2", graph(short_key))
     models["dtype-as-number"] = rewrite_zip(export(Casts(), w / "casts.pt2"), w / "dtype-as-number.pt2",
                                             graph(numbered_dtype))
     return models
@@ -348,15 +407,20 @@ CASES = [
     Case("sample-inputs-bomb", "larger than 16777216 bytes"),
     Case("fifo", "not a regular file"),
     Case("rand-like", "rand_like"),
-    Case("training-mode", "num_batches_tracked"),
+    Case("training-mode", "runs in training mode"),
     Case("allocation-bomb", "memory limit of 1 GiB", ("--memory-limit", "1")),
     Case("cpu-bomb", "longer than 5 s", ("--time-limit", "5")),
     Case("batch-statistics", "batch-dependent"),
     Case("drifts", "changes its own parameter or buffer"),
     Case("drifts-through-alias", "changes its own parameter or buffer 'count'"),
     Case("statistics-above-eight", "batch-dependent"),
+    Case("dropout-alias", "changes its own parameter or buffer 'cache'"),
+    Case("einsum-alias", "changes its own parameter or buffer 'cache'"),
+    Case("norm-writes-statistics", "runs in training mode"),
+    Case("returns-buffer", "returns its own parameter or buffer 'table'"),
+    Case("attention-short-key", "reference kernels refuse the graph at the batch shape"),
     Case("too-many-features", "above the cap of 4096 (--max-feature-dim)"),
-    Case("fixed-batch", "fixed batch size of 2 (input dimension 0) and was given 8"),
+    Case("fixed-batch", "fixed batch size of 2 (input dimension 0) and was given 64"),
     Case("index-out-of-range", "the model raised"),
 ]
 
@@ -485,8 +549,8 @@ def test_scores_do_not_depend_on_the_batch_size(world):
             assert document["metrics"][key] == pytest.approx(value, abs=1e-6)
 
 
-SYSCALLS = {"x86_64": {"kill": 62, "tkill": 200, "tgkill": 234},
-            "aarch64": {"kill": 129, "tkill": 130, "tgkill": 131}}
+SYSCALLS = {"x86_64": {"kill": 62, "tkill": 200, "tgkill": 234, "fcntl": 72, "mmap": 9, "mprotect": 10},
+            "aarch64": {"kill": 129, "tkill": 130, "tgkill": 131, "fcntl": 25, "mmap": 222, "mprotect": 226}}
 
 
 @pytest.mark.slow
@@ -504,12 +568,28 @@ def test_a_stand_in_in_the_locked_down_child_reaches_no_other_process_and_no_fil
     script = f"""
 import ctypes, errno, mmap, os, signal, sys
 sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
-from ident3d.sandbox.lockdown import Lockdown, lock_down
+from ident3d.sandbox.lockdown import Lockdown, forbid_executable_memory, lock_down
 libc = ctypes.CDLL(None, use_errno=True)
 held = open({str(tmp_path / 'held.txt')!r}, "r+b")
+libc.valloc.restype = ctypes.c_void_p
+page = libc.valloc(4096)  # memory of its own, to ask for PROT_EXEC on
 status = lock_down(Lockdown(memory_bytes=1 << 30, cpu_seconds=60))
+status["no_exec"] = forbid_executable_memory()
+F_GETFL, F_SETFL, F_SETOWN, F_SETSIG, F_SETLEASE, F_SETOWN_EX, O_ASYNC = 3, 4, 8, 10, 1024, 15, 0o20000
 victim = {victim.pid}
+owner = (ctypes.c_int * 2)(0, victim)  # struct f_owner_ex: F_OWNER_TID, pid
+flags = libc.fcntl(0, F_GETFL)
+nonblock = libc.fcntl(0, F_SETFL, flags | os.O_NONBLOCK)
+results_fcntl = {{"fcntl_getfl": "allowed" if flags >= 0 else "refused",
+                 "fcntl_nonblock": "allowed" if nonblock == 0 else "refused"}}
 calls = {{"kill": ({numbers['kill']}, victim, signal.SIGKILL),
+          "fcntl_setown": ({numbers['fcntl']}, 0, F_SETOWN, victim),
+          "fcntl_setown_ex": ({numbers['fcntl']}, 0, F_SETOWN_EX, owner),
+          "fcntl_setsig": ({numbers['fcntl']}, 0, F_SETSIG, signal.SIGKILL),
+          "fcntl_setlease": ({numbers['fcntl']}, 0, F_SETLEASE, 1),
+          "fcntl_async": ({numbers['fcntl']}, 0, F_SETFL, flags | O_ASYNC),
+          "mmap_exec": ({numbers['mmap']}, 0, 4096, 0x7, 0x22, -1, 0),
+          "mprotect_exec": ({numbers['mprotect']}, ctypes.c_void_p(page), 4096, 0x5),
           "tkill": ({numbers['tkill']}, victim, signal.SIGKILL),
           "tgkill": ({numbers['tgkill']}, victim, victim, signal.SIGKILL),
           "pidfd_open": (434, victim, 0),
@@ -517,7 +597,7 @@ calls = {{"kill": ({numbers['kill']}, victim, signal.SIGKILL),
           "pidfd_getfd": (438, 3, 0, 0),
           "fsopen": (430, ctypes.c_char_p(b"tmpfs"), 0),
           "open_tree": (428, -100, ctypes.c_char_p(b"/"), 1)}}
-results = {{"status": status}}
+results = {{"status": status, **results_fcntl}}
 for name, (number, *args) in calls.items():
     ctypes.set_errno(0)
     answer = libc.syscall(number, *args)
@@ -540,9 +620,11 @@ os.write(1, repr(results).encode())
     assert (tmp_path / "held.txt").read_text() == "unchanged"
     if results["status"]["seccomp"] != "active":
         pytest.skip(f"seccomp unavailable here: {results['status']['seccomp']}")
+    assert results.pop("fcntl_getfl") == results.pop("fcntl_nonblock") == "allowed"  # its own pipes' flags
     assert {k: v for k, v in results.items() if k != "status"} == dict.fromkeys(
         ("kill", "tkill", "tgkill", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "fsopen", "open_tree",
-         "mmap_shared"), "EPERM"), results
+         "mmap_shared", "fcntl_setown", "fcntl_setown_ex", "fcntl_setsig", "fcntl_setlease", "fcntl_async",
+         "mmap_exec", "mprotect_exec"), "EPERM"), results
 
 
 @pytest.mark.slow

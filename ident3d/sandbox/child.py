@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 from ident3d.sandbox import lockdown
 
@@ -20,6 +22,31 @@ PROTOCOL_FD = 1
 
 class BadOutput(ValueError):
     """The model's output is not a (B, d) array of real numbers within the feature cap."""
+
+
+class FixedShape:
+    """``run(x)`` for any number of images, computed in batches of exactly ``size`` (a short one
+    filled up by repeating its own images in turn, the copies' outputs dropped): the model only ever
+    meets one shape, so every kernel it needs exists after its first call
+    (``lockdown.forbid_executable_memory``). Repeating the batch, not one image, keeps its
+    statistics, so a model that mixes the images of a batch is still caught by the probe."""
+
+    def __init__(self, run: Callable[[Any], Any], size: int) -> None:
+        self.run, self.size = run, size
+
+    def __call__(self, x: Any) -> Any:
+        import torch
+
+        out = []
+        for start in range(0, len(x), self.size):
+            part = x[start:start + self.size]
+            copies = -(-self.size // len(part))
+            padded = part if len(part) == self.size else part.repeat(copies, 1, 1, 1)[:self.size]
+            h = self.run(padded)
+            if not isinstance(h, torch.Tensor) or h.dim() < 1 or len(h) != self.size:
+                return h  # the caller names what is wrong with it
+            out.append(h[:len(part)])
+        return torch.cat(out) if len(out) > 1 else out[0]
 
 
 def _warm_up(archive: bytes, device: str, arch: str | None) -> None:
@@ -31,10 +58,13 @@ def _warm_up(archive: bytes, device: str, arch: str | None) -> None:
     import torch
 
     from ident3d.inference import Runner
+    from ident3d.sandbox.effects import check_state_effects
     from ident3d.sandbox.loading import program_module
     from ident3d.sandbox.pt2_reader import read_archive
 
-    run = Runner(program_module(read_archive(archive)), torch.device(device), 2)
+    program, module = program_module(read_archive(archive))
+    check_state_effects(program, (2, 3, 16, 16))  # loads the fake-tensor machinery
+    run = Runner(module, torch.device(device), 2)
     with torch.inference_mode():
         run(torch.rand(2, 3, 16, 16, device=device)).sum().item()
     if arch is not None:
@@ -50,10 +80,11 @@ def _warm_up(archive: bytes, device: str, arch: str | None) -> None:
 
 def _report(fd: int, error: BaseException) -> None:
     from ident3d.sandbox import wire
+    from ident3d.sandbox.effects import StateEffect
     from ident3d.sandbox.loading import LoadRefused
     from ident3d.sandbox.pt2_reader import ArchiveRefused
 
-    ours = isinstance(error, ArchiveRefused | LoadRefused | BadOutput)
+    ours = isinstance(error, ArchiveRefused | LoadRefused | BadOutput | StateEffect)
     text = str(error)
     memory = isinstance(error, MemoryError) or "can't allocate memory" in text or (
         "DefaultCPUAllocator" in text)
@@ -75,6 +106,7 @@ def main() -> int:
 
         from ident3d.inference import Runner
         from ident3d.sandbox import wire
+        from ident3d.sandbox.effects import StateSnapshot, check_state_effects
         from ident3d.sandbox.limits import Limits
         from ident3d.sandbox.loading import program_module, safetensors_module
         from ident3d.sandbox.pt2_reader import read_archive
@@ -94,20 +126,35 @@ def main() -> int:
         if tag != wire.MODEL:
             return 2
         if settings["kind"] == "exported-program":
-            model = program_module(read_archive(data, limits))
+            program, model = program_module(read_archive(data, limits))
         else:
-            model = safetensors_module(data, settings.get("arch"), limits.max_parameters)
+            program, model = None, safetensors_module(data, settings.get("arch"), limits.max_parameters)
         del data
         parameters = sum(p.numel() for p in model.parameters())
-        run = Runner(model, device, settings["batch_size"])
+        run = FixedShape(Runner(model, device, settings["batch_size"]), settings["batch_size"])
+        state = StateSnapshot(model)  # after Runner moved it: the state as it runs
+        exec_stage = device.type == "cpu" and status["seccomp"] == "active"
+        status["no_exec"] = ("after a warm-up on zeros" if exec_stage else
+                             "not applied (CUDA's driver maps code at run time)" if device.type == "cuda"
+                             else status["seccomp"])
         wire.send(protocol, wire.READY, json.dumps({"parameters": parameters, "lockdown": status}).encode())
         while True:
             tag, payload = wire.receive(0, settings["max_batch_bytes"])
             if tag != wire.BATCH:
                 return 0
             x = torch.from_numpy(wire.unpack_array(payload, 4).copy()).to(device)
+            if program is not None:  # what the graph writes and returns, at the one shape it runs
+                check_state_effects(program, (settings["batch_size"], *x.shape[1:]))
+                program = None
             with torch.inference_mode():
+                if exec_stage:  # kernels for the one shape exist now; no code is made after this
+                    run(torch.zeros_like(x[:1]))
+                    outcome = lockdown.forbid_executable_memory()
+                    if outcome != "active":
+                        raise lockdown.LockdownFailed(f"the executable-memory filter: {outcome}")
+                    exec_stage = False
                 h = run(x)
+            state.check()
             if not isinstance(h, torch.Tensor) or h.dim() != 2 or len(h) != len(x):
                 shape = tuple(h.shape) if isinstance(h, torch.Tensor) else type(h).__name__
                 raise BadOutput(f"the model returned {shape} for a batch of {len(x)}, expected a "

@@ -218,7 +218,10 @@ class SandboxedModel:
                 raise SubmissionError(f"{self.path}: {error}. ident3d reads .pt2 files as data and "
                                       f"refuses anything that could run code or read out of bounds. "
                                       f"{FIX_EXPORT}") from None
-        settings = {"kind": kind, "arch": arch, "device": device, "batch_size": batch_size,
+        # the one batch shape the child runs (ident3d.sandbox.child.FixedShape): never smaller than
+        # the probe's largest batch, so a model that changes above some batch size shows it
+        settings = {"kind": kind, "arch": arch, "device": device,
+                    "batch_size": max(batch_size, ScoringProbe.LARGE),
                     "memory_bytes": int(self.limits.memory_gib * GIB),
                     "cpu_seconds": int(self.limits.cpu_seconds), "max_model_bytes": len(data) + 1,
                     "max_batch_bytes": 8 * GIB, "reader": asdict(self.limits.reader),

@@ -113,7 +113,7 @@ def _check_graph(program: torch.export.ExportedProgram) -> None:
         target = node.target
         aten = (node.op == "call_function" and isinstance(target, torch._ops.OpOverload)
                 and target.namespace == "aten"
-                and (target._opname in operators.ATEN or target._opname in operators.DROPOUT))
+                and target._opname in operators.ATEN)
         allowed = aten or node.op == "call_function" and (
             target in SYMBOLIC_CALLABLES
             or getattr(target, "__name__", "") in ("sym_int", "sym_float", "sym_max", "sym_min",
@@ -129,8 +129,8 @@ def _check_graph(program: torch.export.ExportedProgram) -> None:
                               "not a torch type (a crafted number)")
 
 
-def program_module(checked: CheckedArchive) -> torch.nn.Module:
-    """The checked program as an ``nn.Module`` (torch's own rebuild, fed only checked data)."""
+def program_module(checked: CheckedArchive) -> tuple[torch.export.ExportedProgram, torch.nn.Module]:
+    """The checked program and its ``nn.Module`` (torch's own rebuild, fed only checked data)."""
     from torch._export.serde import schema
     from torch._export.serde.serialize import ExportedProgramDeserializer, _dict_to_dataclass
 
@@ -140,7 +140,7 @@ def program_module(checked: CheckedArchive) -> torch.nn.Module:
         serialized = _dict_to_dataclass(schema.ExportedProgram, checked.document)
         program = ExportedProgramDeserializer().deserialize(serialized, weights, constants, None)
         _check_graph(program)
-        return program.module(check_guards=False)
+        return program, program.module(check_guards=False)
 
 
 def safetensors_module(data: bytes, arch: str | None, max_parameters: int) -> torch.nn.Module:

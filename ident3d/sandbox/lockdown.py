@@ -14,6 +14,9 @@ Three layers, applied by the child to itself (``ident3d.sandbox.child``):
    process, and nothing reaches another process (no kill, tkill, pidfd, ptrace-like or
    descriptor-passing call), the mount API or kernel modules.
 
+Once the model is loaded and warmed up on zeros, a second filter (``forbid_executable_memory``)
+refuses new executable memory before it sees an image.
+
 Where seccomp is missing (no libseccomp, another kernel) layers 1 and 2 still apply, the model
 still sees only image batches, and the reader's allow-list admits no file or socket operator;
 ``status()`` reports what was applied and the evaluator records it in the result.
@@ -32,6 +35,9 @@ PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 CLONE_THREAD = 0x00010000
 MAP_ANONYMOUS = 0x20  # the same on x86_64 and aarch64
+PROT_EXEC = 0x4
+F_GETFD, F_SETFD, F_GETFL, F_SETFL = 1, 2, 3, 4
+O_ASYNC = 0o20000  # FASYNC on x86_64 and aarch64: with F_SETOWN/F_SETSIG, a signal to another process
 # Found by tracing the child (strace -f) through the warm-up and a ResNet18 scoring of 600 images,
 # plus what glibc and Python do on rarer paths (a signal, a new thread, an abort); one reason each.
 ALLOWED = {
@@ -41,7 +47,8 @@ ALLOWED = {
     "writev": "glibc's buffered writes may scatter",
     "close": "Python closes descriptors it holds (never opens new ones)",
     "lseek": "Python's io layer asks a pipe for its position",
-    "fcntl": "non-blocking flags on the process's own descriptors",
+    "fcntl": "descriptor and status flags of the process's own descriptors (F_GETFD, F_SETFD, F_GETFL, "
+             "F_SETFL without O_ASYNC only: see the rule below)",
     "fstat": "Python's io layer inspects a descriptor it already holds",
     "brk": "malloc grows the heap",
     "mmap": "malloc's large blocks and torch's tensors (anonymous mappings only: see the rule below)",
@@ -71,7 +78,14 @@ ALLOWED = {
     "nanosleep": "short sleeps in spin-waits",
     "clock_nanosleep": "short sleeps in spin-waits",
     "getrandom": "hash seeds and torch's generators may ask for entropy",
+    "seccomp": "the second stage stacks a stricter filter, which then refuses this call too (a filter "
+               "can only take permissions away)",
 }
+
+
+class LockdownFailed(RuntimeError):
+    """A layer that applied at start could not be added later: the child stops rather than run
+    with less than it reported."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +137,7 @@ def install_seccomp(gpu: bool = False) -> str:
     try:
         rules = seccomp.SyscallFilter(defaction=seccomp.ERRNO(errno.EPERM))
         rules.set_attr(seccomp.Attr.CTL_TSYNC, 1)  # every thread, not only the calling one
-        for name in ALLOWED.keys() - {"mmap", "clone", "tgkill"} | ({"ioctl"} if gpu else set()):
+        for name in ALLOWED.keys() - {"mmap", "clone", "tgkill", "fcntl"} | ({"ioctl"} if gpu else set()):
             try:
                 rules.add_rule(seccomp.ALLOW, name)
             except (RuntimeError, ValueError, OSError):
@@ -135,6 +149,38 @@ def install_seccomp(gpu: bool = False) -> str:
         rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
         rules.add_rule(seccomp.ALLOW, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, CLONE_THREAD))
         rules.add_rule(seccomp.ALLOW, "tgkill", seccomp.Arg(0, seccomp.EQ, os.getpid()))
+        # flags of its own descriptors, never an owner, a signal, a lease or O_ASYNC (which make the
+        # kernel signal another process of the same user when the parent writes to the pipe)
+        for command in (F_GETFD, F_SETFD, F_GETFL):
+            rules.add_rule(seccomp.ALLOW, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
+        rules.add_rule(seccomp.ALLOW, "fcntl", seccomp.Arg(1, seccomp.EQ, F_SETFL),
+                       seccomp.Arg(2, seccomp.MASKED_EQ, O_ASYNC, 0))
+        rules.load()
+    except (OSError, RuntimeError, ValueError, AttributeError) as error:
+        return f"unavailable ({type(error).__name__}: {error})"
+    return "active"
+
+
+def forbid_executable_memory() -> str:
+    """The second stage, once the model is loaded and has run once on a batch of zeros at the one
+    batch shape the child ever runs (``child.FixedShape``): no new executable memory (``mmap``,
+    ``mprotect`` or ``pkey_mprotect`` with PROT_EXEC fail with EPERM), so a kernel bug a crafted
+    graph reached on real images could not place code and run it. oneDNN writes its convolution
+    kernels into such memory when it first meets a shape, which the warm-up did; refusing it from
+    the start would turn oneDNN off, 4.5 times slower for a ResNet18 at 64 px on 2 cores
+    (docs/submissions.md). Returns "active" or why not."""
+    try:
+        import pyseccomp as seccomp
+    except ImportError:
+        return "unavailable (pyseccomp is not installed)"
+    try:
+        rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)  # stacked on the allow-list: both apply
+        rules.set_attr(seccomp.Attr.CTL_TSYNC, 1)
+        rules.set_attr(seccomp.Attr.CTL_NNP, 0)  # set already, and prctl is refused now
+        for name in ("mmap", "mprotect", "pkey_mprotect"):
+            rules.add_rule(seccomp.ERRNO(errno.EPERM), name,
+                           seccomp.Arg(2, seccomp.MASKED_EQ, PROT_EXEC, PROT_EXEC))
+        rules.add_rule(seccomp.ERRNO(errno.EPERM), "seccomp")  # the last filter
         rules.load()
     except (OSError, RuntimeError, ValueError, AttributeError) as error:
         return f"unavailable ({type(error).__name__}: {error})"

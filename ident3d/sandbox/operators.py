@@ -13,8 +13,10 @@ the query and the length from the value without checking the key, and read out o
 crafted); (2) it computes from its inputs alone (no file, random, print or global state); (3) its
 kernel checks every size, stride and index it is given; (4) ``tests/test_operator_fuzz.py`` calls it
 with crafted shapes, strides and indices and it passes (no crash, no result that depends on memory
-outside its inputs, a clear refusal otherwise); (5) if its output can share memory with an input,
-it is also in ``ALIASING``. ``torch.export.export`` writes public operators (``conv2d``,
+outside its inputs, a clear refusal otherwise). What an operator writes and which inputs its output
+shares memory with come from its schema, never from this list (``pt2_graph`` reads the alias
+annotations; ``effects`` runs the graph on fake tensors, where composite operators show what they
+become). ``torch.export.export`` writes public operators (``conv2d``,
 ``batch_norm``, ``scaled_dot_product_attention``); a program put through ``run_decompositions()``
 holds private ones and is refused with the operator's name.
 
@@ -55,22 +57,16 @@ ATEN = frozenset("""
     repeat_interleave flip roll movedim swapaxes view_as reshape_as unfold
     to type_as zeros zeros_like ones ones_like full full_like fill fill_ scalar_tensor arange
     lift_fresh_copy copy copy_ sym_size sym_numel sym_stride sym_storage_offset
+    dropout dropout_ feature_dropout alpha_dropout
 """.split())
 
-# Operators whose output may share memory with an input (a view, or the input itself): a write into
-# such an output is a write into the input, so the reader follows them from parameters and buffers.
-ALIASING = frozenset("""
-    alias view reshape flatten unflatten permute transpose t squeeze unsqueeze expand expand_as slice
-    select narrow split split_with_sizes tensor_split chunk unbind view_as reshape_as movedim swapaxes
-    unfold detach contiguous to type_as
-""".split())
+# Arguments that put an operator in training mode (random, or batch statistics that it also writes
+# into its running buffers): a graph must pass False (its schema names them; ``pt2_graph``).
+TRAINING_ARGUMENTS = frozenset({"train", "training"})
 
 # Removed before rebuilding: checks torch inserts, which compute nothing the model returns.
 STRIPPED = frozenset({"_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range",
                       "sym_constrain_range_for_size"})
-
-# dropout is exported by models in eval mode with train=False (a no-op); with train=True it is random.
-DROPOUT = frozenset({"dropout", "dropout_", "feature_dropout", "alpha_dropout"})
 
 SYMBOLIC = frozenset({f"_operator.{name}" for name in (
     "getitem", "add", "sub", "mul", "floordiv", "truediv", "mod", "neg", "eq", "ne", "lt", "le", "gt",

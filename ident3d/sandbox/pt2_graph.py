@@ -107,12 +107,12 @@ def _check_nodes(graph: dict[str, Any]) -> None:
         if name in operators.STRIPPED:
             continue
         where = f"{index} ({target[:60]})"
-        if name in operators.DROPOUT:
-            train = [i["arg"].get("as_bool") for i in node.get("inputs", []) if i.get("name") == "train"]
-            if train != [False]:
-                raise ArchiveRefused(f"node {where} is dropout in training mode (random); export the "
-                                     "model after model.eval()")
-        elif name not in operators.ATEN and target not in operators.SYMBOLIC:
+        training = [i.get("arg", {}).get("as_bool") for i in node.get("inputs", []) if isinstance(i, dict)
+                    and i.get("name") in operators.TRAINING_ARGUMENTS]
+        if any(flag is not False for flag in training):
+            raise ArchiveRefused(f"node {where} runs in training mode (random, or batch statistics written "
+                                 "into its buffers); export the model after model.eval()")
+        if name not in operators.ATEN and target not in operators.SYMBOLIC:
             private = (", a private backend kernel (written by run_decompositions(); export without it)"
                        if (name or "").startswith("_") else "")
             raise ArchiveRefused(f"the graph calls {target[:80]!r}{private}, which is not on the list of "
@@ -174,11 +174,23 @@ def _tensor_names(arg: dict[str, Any]) -> list[str]:
     return found
 
 
+def _schema(target: str) -> Any:
+    """The schema of an allow-listed ``torch.ops.aten.NAME.OVERLOAD``, or a refusal."""
+    import torch
+
+    name, _, overload = target[len(operators.PREFIX):].partition(".")
+    packet = getattr(torch.ops.aten, name)
+    if overload not in packet.overloads():
+        raise ArchiveRefused(f"the graph calls {target[:80]!r}, an overload that does not exist")
+    return getattr(packet, overload)._schema
+
+
 def _check_state_untouched(gm: dict[str, Any]) -> None:
-    """No operator writes into a parameter, buffer or constant, directly or through any alias or view
-    of it (the model would change between calls, so no two scores agree): aliasing is followed
-    through the graph from the state tensors, and an in-place operator or an ``out=`` argument
-    that reaches one is refused."""
+    """No operator writes into a parameter, buffer or constant, directly or through any alias of it,
+    and none is returned (the model would change between calls, so no two scores agree). What each
+    operator writes (``Tensor(a!)``) and which inputs each output shares memory with (``Tensor(a)``)
+    is read from its schema's alias annotations; composite operators, whose schema does not show what
+    they become, are followed in the sandbox (``ident3d.sandbox.effects``)."""
     origin: dict[str, str] = {}  # tensor name -> the state tensor it shares memory with
     for spec in gm["signature"].get("input_specs", []):
         for kind in ("parameter", "buffer", "tensor_constant"):
@@ -186,23 +198,38 @@ def _check_state_untouched(gm: dict[str, Any]) -> None:
                 name = (spec[kind].get("arg") or {}).get("name")
                 origin[name] = spec[kind].get(f"{kind}_name", name)
     for node in gm["graph"]["nodes"]:
-        name = operators.aten_name(node["target"]) or ""
-        inputs = node.get("inputs") or []
-        tensors = [t for item in inputs for t in _tensor_names(item.get("arg") or {})]
-        written = [t for item in inputs if item.get("name") == "out"
-                   for t in _tensor_names(item.get("arg") or {})]
-        if name.endswith("_") or name == "copy":
-            written += _tensor_names((inputs or [{}])[0].get("arg") or {})[:1]
+        if operators.aten_name(node["target"]) is None:
+            continue  # size arithmetic: no tensors
+        schema = _schema(node["target"])
+        given = {item.get("name"): _tensor_names(item.get("arg") or {}) for item in node.get("inputs") or []
+                 if isinstance(item, dict)}
+        outputs = [_tensor_names(output) for output in node.get("outputs") or []]
+        written: list[str] = []
+        shares: list[list[str]] = [[] for _ in outputs]
+        for argument in schema.arguments:
+            info = argument.alias_info
+            if info is None:
+                continue
+            if info.is_write:
+                written += given.get(argument.name, [])
+            for i, returned in enumerate(schema.returns[:len(outputs)]):
+                if returned.alias_info is not None and returned.alias_info.before_set & info.before_set:
+                    shares[i] += given.get(argument.name, [])
         hit = next((t for t in written if t in origin), None)
         if hit is not None:
             through = "" if origin[hit] == hit else f" through {hit!r}, a view of it"
             raise ArchiveRefused(f"the model changes its own parameter or buffer {origin[hit]!r} while "
                                  f"running ({node['target'][len(operators.PREFIX):]}{through}), so no two "
                                  "calls agree")
-        shared = next((origin[t] for t in tensors if t in origin), None)
-        if shared is not None and (name in operators.ALIASING or name.endswith("_")):
-            for output in node.get("outputs") or []:
-                origin.update(dict.fromkeys(_tensor_names(output), shared))
+        for names, sources in zip(outputs, shares, strict=True):
+            shared = next((origin[t] for t in sources if t in origin), None)
+            if shared is not None:
+                origin.update(dict.fromkeys(names, shared))
+    returned = [t for output in gm["graph"].get("outputs", []) for t in _tensor_names(output)]
+    hit = next((t for t in returned if t in origin), None)
+    if hit is not None:
+        raise ArchiveRefused(f"the model returns its own parameter or buffer {origin[hit]!r} (or a view of "
+                             "it), which the caller could change; return a new tensor")
 
 
 def check_program(document: Any) -> dict[str, Any]:

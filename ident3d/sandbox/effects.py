@@ -1,0 +1,116 @@
+"""What a rebuilt program does to its own state, derived from the operator schemas, not a list of names.
+
+Runs in the sandbox (``child``) when the first batch arrives and before the model sees an image. The
+graph is run once on fake tensors (no data, no memory: torch's ``FakeTensorMode``) of the one batch
+shape the sandbox ever runs, under a dispatch mode that sees every operator the graph
+reaches after torch has expanded the composite ones (``dropout`` in eval mode returns its input
+itself; ``einsum`` with one operand returns a view; ``batch_norm`` in training mode writes its
+running statistics): each call's schema says which arguments it writes (``Tensor(a!)``), and a
+written tensor whose storage is a parameter's, a buffer's or a constant's refuses the graph, as does
+a returned tensor that shares one's storage. Aliases are followed by storage, so it does not matter
+which operator made them.
+
+Some schemas do not declare every write (``native_batch_norm``, which ``batch_norm`` becomes, updates
+its running statistics unannotated), so the sandbox also holds a bitwise copy of the model's state
+(``StateSnapshot``) and compares it after every batch: a write the schemas hid is caught the first
+time it happens, before the features of that batch leave the sandbox.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+
+class StateEffect(ValueError):
+    """The program writes or returns its own state; the message names the tensor and the operator."""
+
+
+def _storage(value: Any) -> StorageWeakRef | None:
+    return StorageWeakRef(value.untyped_storage()) if isinstance(value, torch.Tensor) else None
+
+
+class _Writes(TorchDispatchMode):
+    """Raises at the first call that writes into the storage of a state tensor."""
+
+    def __init__(self, state: dict[StorageWeakRef, str]) -> None:
+        super().__init__()
+        self.state = state
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        given = dict(zip((a.name for a in func._schema.arguments), args, strict=False)) | kwargs
+        for argument in func._schema.arguments:
+            if argument.alias_info is None or not argument.alias_info.is_write:
+                continue
+            for value in tree_leaves(given.get(argument.name)):
+                owner = self.state.get(_storage(value)) if isinstance(value, torch.Tensor) else None
+                if owner is not None:
+                    raise StateEffect(f"the model changes its own parameter or buffer {owner!r} while "
+                                      f"running ({func.name().removeprefix('aten::')} writes its "
+                                      f"{argument.name!r}), so no two calls agree")
+        return func(*args, **kwargs)
+
+
+def check_state_effects(program: torch.export.ExportedProgram, shape: tuple[int, ...]) -> None:
+    """Raise ``StateEffect`` when running ``program`` on a batch of ``shape`` (the one shape the
+    sandbox runs it at, ``child.FixedShape``) would write into, or return, memory of its own
+    parameters, buffers or constants, through any alias, or when torch's reference kernels refuse
+    its shapes (attention with a key shorter than its value, say, which CPU's fused kernel would
+    read past)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    graph = program.graph_module
+    signature = program.graph_signature
+    owners = {**signature.inputs_to_parameters, **signature.inputs_to_buffers,
+              **signature.inputs_to_lifted_tensor_constants}
+    real = {**program.state_dict, **program.constants}
+    fake = FakeTensorMode()
+    values, state = [], {}
+    for node in (n for n in graph.graph.nodes if n.op == "placeholder"):
+        owner = owners.get(node.name)
+        value = fake.from_tensor(real[owner] if owner is not None else torch.empty(shape))
+        values.append(value)
+        if owner is not None:
+            state[_storage(value)] = owner
+    try:
+        with fake, _Writes(state):
+            output = torch.fx.Interpreter(graph).run(*values)
+    except StateEffect:
+        raise
+    except RuntimeError as error:
+        first = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        raise StateEffect(f"torch's reference kernels refuse the graph at the batch shape {list(shape)}: "
+                          f"{first}") from None
+    for value in tree_leaves(output):
+        owner = state.get(_storage(value)) if isinstance(value, torch.Tensor) else None
+        if owner is not None:
+            raise StateEffect(f"the model returns its own parameter or buffer {owner!r} (or a view of it), "
+                              "which the caller could change; return a new tensor")
+
+
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor's bytes (NaN equals itself bit for bit, unlike in ``torch.equal``)."""
+    return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+class StateSnapshot:
+    """A bitwise copy of a module's parameters and buffers, compared with them by ``check()``."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.module = module
+        self.copies = {name: _bits(t).clone() for name, t in self._state()}
+
+    def _state(self) -> list[tuple[str, torch.Tensor]]:
+        return [*self.module.named_parameters(), *self.module.named_buffers()]
+
+    def check(self) -> None:
+        for name, tensor in self._state():
+            if not torch.equal(_bits(tensor), self.copies[name]):
+                raise StateEffect(f"the model changed its own parameter or buffer {name!r} while running, "
+                                  "so no two calls agree")
+
