@@ -20,13 +20,7 @@ from ident3d.readers import SAFETENSORS_MAX_HEADER, is_real_numeric, read_array,
 from ident3d.registry import known
 from ident3d.sandbox.host import SandboxedModel
 from ident3d.sandbox.limits import SandboxLimits
-
-PICKLE_SUFFIXES = {".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".bin"}
-EXPORT_HELP = ("Fix: export the encoder with torch.export and a dynamic batch size, as in the README "
-               "(`auto = torch.export.Dim.AUTO; torch.export.save(torch.export.export(model.eval(), "
-               "(torch.rand(2, 3, 224, 224),), dynamic_shapes=({0: auto, 2: auto, 3: auto},)), "
-               "'encoder.pt2')`: batch, height and width dynamic), or save its weights "
-               "with safetensors and pass --arch, or submit embeddings as .npy.")
+from ident3d.submission_files import submission_kind
 
 
 @dataclass
@@ -66,33 +60,20 @@ def load_submission(path: Path, arch: str | None = None, device: str = "cpu", ba
                     limits: SandboxLimits | None = None) -> Submission:
     """A submission ready to score; models are started in the sandbox (close() stops it)."""
     path = Path(path)
-    if path.exists() and not path.is_file():
-        raise SubmissionError(f"{path}: not a regular file (a folder, FIFO, device or socket). Fix: pass "
-                              "the path of your exported encoder (.pt2), weights (.safetensors) or "
-                              "embeddings (.npy).")
-    if not path.is_file():
-        raise SubmissionError(f"{path}: no such file. Fix: pass the path of your exported encoder "
-                              "(.pt2), weights (.safetensors) or embeddings (.npy).")
-    suffix = path.suffix.lower()
-    if suffix in PICKLE_SUFFIXES:
-        raise SubmissionError(f"{path}: pickle-based files are refused because loading them runs "
-                              f"arbitrary code. {EXPORT_HELP}")
-    if suffix == ".pt2":
+    kind = submission_kind(path)
+    if kind == "exported-program":
         model = SandboxedModel(path, "exported-program", device=device, batch_size=batch_size,
                                limits=limits)
         return Submission(path, "exported-program", model.sha256, model=model)
-    if suffix == ".safetensors":
+    if kind == "safetensors":
         arch = _safetensors_arch(path, arch)
         model = SandboxedModel(path, "safetensors", arch=arch, device=device, batch_size=batch_size,
                                limits=limits)
         return Submission(path, "safetensors", model.sha256, model=model, arch=arch)
-    if suffix == ".npy":
-        sha = sha256_file(path)
-        embeddings = read_array(path, SubmissionError, "save the features with numpy.save as an "
-                                "(N, d) float array, one row per test image in index order")
-        return Submission(path, "embeddings", sha, embeddings=embeddings)
-    raise SubmissionError(f"{path}: unknown submission type {suffix!r}; expected .pt2, "
-                          f".safetensors (with --arch) or .npy. {EXPORT_HELP}")
+    sha = sha256_file(path)
+    embeddings = read_array(path, SubmissionError, "save the features with numpy.save as an (N, d) float "
+                            "array, one row per test image in index order")
+    return Submission(path, "embeddings", sha, embeddings=embeddings)
 
 
 def _safetensors_arch(path: Path, arch: str | None) -> str:

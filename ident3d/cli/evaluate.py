@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", type=device_name,
                    help="gpu, cpu, cuda:N (default: the GPU when there is one)")
     p.add_argument("--batch-size", type=positive_int, default=256, help="images per forward pass")
-    p.add_argument("--fresh", type=positive_int, nargs="?", const="track", metavar="N",
+    p.add_argument("--fresh", type=fresh_size, nargs="?", const="track", metavar="N",
                    help="also render N new test images of the split's track from a seed drawn now, score "
                         "the model on them and report the memorisation gap (N: the track's default when "
                         "omitted; needs the render extra; docs/submissions.md)")
@@ -48,7 +48,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         help="largest feature dimension accepted (default: %(default)s)")
 
 
+def fresh_size(text: str) -> int | str:
+    """``--fresh`` alone (or ``--fresh track``) draws the track's default size; else a positive count."""
+    return "track" if text == "track" else positive_int(text)
+
+
+def check_inputs(args: argparse.Namespace) -> None:
+    """The model file and the split, checked before torch is imported or the sandbox starts."""
+    from ident3d.errors import DatasetError
+    from ident3d.submission_files import submission_kind
+
+    submission_kind(args.model)
+    if not args.data.is_dir():
+        raise DatasetError(f"--data {args.data}: no such folder. Fix: pass the dataset root that holds "
+                           f"{args.split}/ (ident3d render --data ROOT makes one).")
+    if not (args.data / args.split).is_dir():
+        found = sorted(p.name for p in args.data.iterdir() if (p / "images").is_dir() or
+                       (p / "manifest.json").is_file() or (p / "raw_latents.npy").is_file())
+        raise DatasetError(f"--split {args.split}: {args.data} holds no split of that name (its splits: "
+                           f"{', '.join(found) or 'none'}). Fix: pass one of them with --split.")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_inputs(args)
     if args.model.suffix.lower() in (".pt2", ".safetensors"):
         from ident3d.sandbox import spawn
 
