@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ident3d import atomic
-from ident3d.baselines.experiment import ENTRY_SUFFIX, PROTOCOL_RESULTS, Experiment, Run
+from ident3d.baselines.experiment import ENTRY_SUFFIX, PROTOCOL_RESULTS, Experiment, ExperimentError, Run
 from ident3d.baselines.reproduction import load_runs, paired_spec, training_minutes
 from ident3d.manifest import read_manifest
 
@@ -57,13 +57,19 @@ def training_data(config: dict[str, Any] | None, track: str) -> str:
     return f"the train split of {track} (ident3d render --track)"
 
 
-def add_entries(experiment: Experiment, out: Path, entries: Path) -> list[Path]:
+def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str | None = None
+                ) -> list[Path]:
     """Re-score every finished run's encoder under both protocols (the leaderboard's own re-scoring)
-    and write a public-split entry for each that has none yet (scored from the model file on the
-    public split; `ident3d leaderboard add --checkpoint` adds the fresh draw that makes it verified)."""
-    from ident3d.leaderboard.entries import entry_from_result, rescore, write_entry
+    and write an entry for each that has none yet: public-split (scored from the model file on the
+    public split), or with ``verifier`` (a key name, ``ident3d.leaderboard.verification``) verified:
+    the same run also scores a fresh draw of the run's track, the verifier signs what it measured,
+    and the entry ``<id>-verified`` stands beside the run's public-split seed group (in no group: it
+    is another status). A run already entered is skipped, so the step resumes."""
+    from ident3d.leaderboard.entries import entry_from_result, load_entries, rescore, same_model, write_entry
+    from ident3d.leaderboard.verification import Signer, keyring_folder, publish_key, record_for
     from ident3d.results import Result
 
+    signer = Signer.load_or_create(verifier) if verifier is not None else None
     written = []
     finished = load_runs(out)
     for spec in experiment.runs:
@@ -75,16 +81,31 @@ def add_entries(experiment: Experiment, out: Path, entries: Path) -> list[Path]:
         track = run["v1"]["dataset"].get("track", "custom data")
         for key, protocol in (("v1", "ident3d-eval-v1"), ("clica", "cl-ica-2021")):
             entry_id = experiment.entry_id(spec, protocol)
+            if signer is not None:
+                entry_id = entry_id.replace(f"_{spec.folder}", f"_{spec.folder}-verified", 1)
             if (entries / f"{entry_id}.json").exists():
                 continue
+            checkpoint = run["folder"] / "encoder.pt2"
             scored = run["folder"] / PROTOCOL_RESULTS[protocol]
-            result = rescore(Result.parse(run[key], str(scored)), run["folder"] / "encoder.pt2", data)
+            taken = same_model(load_entries(entries), atomic.sha256_file(checkpoint), (track, protocol))
+            if taken:
+                raise ExperimentError(f"{checkpoint}: already entry {taken[0]} of {track} · {protocol}; one "
+                                      "model file has one entry per table. Fix: retrain the run into a new "
+                                      "OUT (its export is a new file), or remove that entry on purpose.")
+            public = {k: v for k, v in run[key].items() if k != "fresh"}
+            result = rescore(Result.parse(public, str(scored)), checkpoint, data,
+                             fresh="track" if signer is not None else None, progress=False)
+            proof = None
+            if signer is not None:
+                publish_key(signer, keyring_folder(entries))
+                proof = signer.sign(record_for(entry_id, result.document))
             entry = entry_from_result(
-                result, entry_id, status="public-split", name=f"{spec.folder} ({experiment.label})",
-                authors=["ident3d maintainers"], training_data=training_data(run["config"], track),
-                positives=about["positives"], loss=about["loss"], model_space=about["model_space"],
+                result, entry_id, status="verified" if signer is not None else "public-split",
+                name=f"{spec.folder} ({experiment.label})", authors=["ident3d maintainers"],
+                training_data=training_data(run["config"], track), positives=about["positives"],
+                loss=about["loss"], model_space=about["model_space"],
                 footnote=f"{about['budget']}; reproduce: {reproduce_command(experiment, spec)}",
-                seed_group=spec.group)
+                seed_group=None if signer is not None else spec.group, verification=proof)
             written.append(write_entry(entry, entries))
     return written
 

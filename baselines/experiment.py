@@ -2,7 +2,8 @@
 
     python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT               # everything
     python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --runs v2-supervised v2-pixels
-    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --add-entries  # verified entries
+    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --add-entries  # public-split entries
+    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --add-entries --verify KEY  # verified
     python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --check        # re-score them
     python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --check --refreshed NEW  # companions
 
@@ -299,7 +300,11 @@ def main(argv: list[str] | None = None) -> int:
                                                         "then are not the entries')")
     parser.add_argument("--workers", type=int, default=2, help="render processes")
     parser.add_argument("--add-entries", action="store_true",
-                        help="re-score every finished run and write its verified leaderboard entries")
+                        help="re-score every finished run and write its public-split leaderboard entries")
+    parser.add_argument("--verify", metavar="KEY",
+                        help="with --add-entries: also score a fresh draw of each run's track, sign it with "
+                             "the verifier key KEY (ident3d leaderboard add --verifier) and write verified "
+                             "entries <id>-verified instead")
     parser.add_argument("--check", action="store_true", help="re-score every local checkpoint against its "
                                                              "entry and print a table")
     parser.add_argument("--refreshed", type=Path, metavar="DIR",
@@ -324,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         atomic.write_bytes(args.out / "REPRODUCTION.md", report.encode())
         print(report)
         if args.add_entries:
-            for path in add_entries(experiment, args.out, args.entries):
+            for path in add_entries(experiment, args.out, args.entries, verifier=args.verify):
                 print(path)
     except Ident3dError as error:
         print(f"error: {error}", file=sys.stderr)

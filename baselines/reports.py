@@ -120,6 +120,7 @@ def _in(folder: str, made: Mapping[str, str | Chart]) -> dict[str, str | Chart]:
 
 
 def _blocks() -> list[Block]:
+    from ident3d import draw_size
     from ident3d.baselines import (
         anisotropy,
         blocks_report,
@@ -147,6 +148,7 @@ def _blocks() -> list[Block]:
         Block("synthetic-readme", "README.md", lambda s: synthetic.readme_block(s.synthetic)),
         Block("tracks", "docs/tracks.md", lambda s: markdown_block()),
         Block("dataset-card", "docs/dataset-card.md", lambda s: dataset_card("v2")),
+        Block("fresh-draw-size", "docs/submissions.md", lambda s: draw_size.markdown()),
     ]
 
 

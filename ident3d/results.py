@@ -82,9 +82,8 @@ class Result:
                 lines.append(f"  {where}{key}: public {100 * g['public']:.2f}, fresh {100 * g['fresh']:.2f} "
                              f"(95% {100 * g['fresh_ci95'][0]:.2f} to {100 * g['fresh_ci95'][1]:.2f}); gap "
                              f"{100 * g['gap']:+.2f} [{low:+.2f}, {high:+.2f}]")
-        lines.append("  the public split scores higher than unseen images beyond chance: the model may have "
-                     "memorised it" if fresh["memorised"] else
-                     "  the public and fresh scores agree within chance (no sign of memorisation)")
+        for where, gap in (("", fresh["gap"]), *((f"{r['split']}: ", r["gap"]) for r in regions)):
+            lines.append(f"  {where}{gap_verdict(gap)}")
         return lines
 
     def destination(self, path: Path) -> str:
@@ -95,6 +94,22 @@ class Result:
                     "`ident3d leaderboard compare` still places it (tracks: `ident3d tracks`)")
         return (f"track: {track}; enter it in that table with `ident3d leaderboard add {path} --id "
                 "<Author><Year><FirstWord>`")
+
+
+def gap_verdict(gap: dict[str, dict[str, Any]]) -> str:
+    """The gap's sentence, following its intervals in both directions. The gap shows whether the
+    public split scores above unseen images; it cannot see a model that recognises public images and
+    answers them at its fresh level, which is why ranks use the fresh score, never the public one."""
+    above = [key for key, g in gap.items() if g["ci95"][0] > 0]
+    below = [key for key, g in gap.items() if g["ci95"][1] < 0]
+    if above:
+        return (f"the public split scores above unseen images beyond chance ({', '.join(above)}: the "
+                "interval excludes 0): the model may have memorised it")
+    if below:
+        return (f"the public split scores below unseen images beyond chance ({', '.join(below)}: the "
+                "interval excludes 0); no sign of memorisation, and the rank uses the fresh score")
+    return ("the public and fresh scores agree within their intervals; this catches memorisation of the "
+            "public split, not a model that adapts its answers to it, so the rank uses the fresh score")
 
 
 @functools.cache

@@ -7,7 +7,7 @@ from __future__ import annotations
 from textwrap import fill
 
 from ident3d.leaderboard.markdown import percent, table_lines
-from ident3d.leaderboard.ranking import Row, placement, scores
+from ident3d.leaderboard.ranking import Row, latent_scores, placement, scores, status
 
 AROUND = 2  # rows shown above and below the candidate
 TOP = 3  # the table's first rows, shown above the candidate's when they are not among them
@@ -29,14 +29,13 @@ def compact_lines(table: list[Row], start: int, candidate: Row) -> list[str]:
         name = _clip(row["name"], NAME)
         mark = ">" if row is candidate else " "
         line = (f"{mark} {rank:>3}  {name:<{NAME}}  {percent(m['linear_r2']):>6}  "
-                f"{percent(m.get('mcc_pearson')):>6}  {row['status']}")
+                f"{percent(m.get('mcc_pearson')):>6}  {status(row)}")
         lines.append(_clip(line, WIDTH))
     return lines
 
 
 def per_latent(entry: Row) -> dict[str, dict[str, float | None]]:
-    result = entry.get("result")
-    return {row["factor"]: row for row in result["per_latent"]} if result else {}
+    return {row["factor"]: row for row in latent_scores(entry) or []}
 
 
 def report(entries: list[Row], candidate: Row, label: str, wide: bool = False) -> str:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import InitVar, dataclass
+from dataclasses import InitVar, dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from ident3d import atomic
 from ident3d.errors import ResultError
+from ident3d.leaderboard.verification import Proof, keyring_folder, prove
 from ident3d.readers import read_json
 from ident3d.results import METRIC_KEYS, Result, schema_error, schema_problem, validate_result
 from ident3d.tracks import tracks
@@ -37,6 +38,8 @@ class Entry(Mapping[str, Any]):
     document: dict[str, Any]
     source: InitVar[str] = "entry"  # what an error names
     around: InitVar[Result | None] = None  # the validated Result whose very document the entry embeds
+    # what `load_entries` found of a "verified" status: the keyring key that signed it, or why not
+    proof: Proof | None = field(default=None, compare=False)
 
     def __post_init__(self, source: str, around: Result | None) -> None:
         checked = around is not None and around.document is self.document.get("result")
@@ -105,12 +108,17 @@ def fresh_problem(entry: Mapping[str, Any]) -> str | None:
         return "the draw was rendered from a given seed, so the model could have seen it"
     if fresh["track"] != entry["dataset"]:
         return f"the draw is of {fresh['track']}, the entry's track is {entry['dataset']}"
+    smallest = tracks()[entry["dataset"].partition("@")[0]].fresh_min or 0
+    if fresh["n"] < smallest:
+        return (f"the draw has {fresh['n']:,} images; a verified draw of {entry['dataset']} has at least "
+                f"{smallest:,} (on fewer, MCC is biased upwards: docs/submissions.md, \"How large a draw\")")
     return None
 
 
-def load_entries(directory: Path = ENTRIES_DIR) -> list[Entry]:
+def load_entries(directory: Path = ENTRIES_DIR, keyring: Path | None = None) -> list[Entry]:
     """Every entry of ``directory``, parsed once (validated), sorted by ID; an entry's ID must be its
-    file name."""
+    file name. Each entry that says "verified" carries its ``proof``: the ``keyring`` key (default:
+    ``verifiers/`` beside ``directory``) that signed its record, or why the claim fails."""
     entries = []
     for path in sorted(Path(directory).glob("*.json")):
         entry = Entry.parse(read_json(path, ResultError, "fix or remove this entry file"), str(path))
@@ -118,6 +126,9 @@ def load_entries(directory: Path = ENTRIES_DIR) -> list[Entry]:
             raise ResultError(f"{path}: field id: {entry['id']!r} must equal the file name "
                               f"{path.stem!r}. Fix: rename the file or the id.")
         entries.append(entry)
+    proofs = prove(entries, keyring_folder(directory) if keyring is None else keyring)
+    for entry in entries:
+        object.__setattr__(entry, "proof", proofs.get(entry["id"]))
     return entries
 
 
@@ -159,11 +170,13 @@ def entry_from_result(result: Result, entry_id: str, *, status: str = "self-repo
                       training_data: str = "unspecified", positives: str = "unspecified",
                       loss: str = "unspecified", model_space: str = "unspecified",
                       footnote: str | None = None, track: str | None = None,
-                      seed_group: str | None = None) -> Entry:
+                      seed_group: str | None = None, verification: dict[str, Any] | None = None
+                      ) -> Entry:
     """A schema-valid entry around an evaluator result (``Result.load`` reads one from a file).
 
     ``track``: the table the submitter asks for; refused unless the result was scored on it.
     ``seed_group``: shared by the runs of one method that differ only in their seed.
+    ``verification``: a verified entry's signed record (``verification.Signer.sign``).
 
     The leaderboard API is this, ``write_entry``, ``load_entries`` and
     ``ident3d.leaderboard.build.build`` (what ``ident3d leaderboard add`` and ``build`` call).
@@ -210,65 +223,101 @@ def entry_from_result(result: Result, entry_id: str, *, status: str = "self-repo
     }
     if seed_group is not None:
         entry["seed_group"] = seed_group
+    if verification is not None:
+        entry["verification"] = verification
     return Entry(entry, f"entry {entry_id}", validated)
 
 
+def _shown_numbers(result: Mapping[str, Any]) -> dict[str, float | None]:
+    """Every number a result shows that a re-score must reproduce, by field path: the means, the
+    per-latent values, and a fresh draw's scores, per-latent values and gaps (the test split's and
+    each OOD region's)."""
+    out: dict[str, float | None] = {f"metrics/{k}": v for k, v in result["metrics"].items()}
+    for row in result.get("per_latent", []):
+        out.update({f"per_latent/{row.get('factor')}/{k}": row[k] for k in METRIC_KEYS if k in row})
+    fresh = result.get("fresh")
+    if fresh:
+        out.update({f"fresh/metrics/{k}": v for k, v in fresh["metrics"].items()})
+        for row in fresh["per_latent"]:
+            out.update({f"fresh/per_latent/{row['factor']}/{k}": row[k] for k in METRIC_KEYS})
+        regions = [(f"fresh/regions/{r['split']}/gap", r["gap"]) for r in fresh.get("regions", [])]
+        for where, gap in (("fresh/gap", fresh["gap"]), *regions):
+            for metric, g in gap.items():
+                out.update({f"{where}/{metric}/{k}": g[k] for k in ("public", "fresh", "gap")})
+                out.update({f"{where}/{metric}/ci95/{i}": v for i, v in enumerate(g["ci95"])})
+    return out
+
+
 def rescore(result: Result, checkpoint: Path, data: Path, tolerance: float = 1e-4,
-            claimed_by: str = "the result file", fresh: int | str | None = None) -> Result:
+            claimed_by: str = "the result file", fresh: int | str | None = None,
+            progress: bool = True) -> Result:
     """Score ``checkpoint`` again on ``data`` under the result's protocol and split; return the new
-    result (validated by the evaluator) when every public-split metric (the means and every
-    per-latent value) matches the submitted one, else raise naming the first that differs. With
-    ``fresh`` (a number of images, or "track" for the track's default) the same run also scores a
-    fresh draw (``ident3d.fresh``), which the returned result carries."""
+    result (validated by the evaluator) when every number the submitted result shows matches, else
+    raise naming the first that differs. A result with a fresh draw is re-scored on that very draw,
+    re-rendered from its revealed seed, and its scores, per-latent values and gaps are compared too.
+    With ``fresh`` (a number of images, or "track" for the track's default) and no draw to
+    reproduce, the same run scores a new fresh draw (``ident3d.fresh``), which the result carries."""
     from ident3d.evaluation import evaluate
 
     result = result.document
+    drawn = result.get("fresh")
     scored = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
-                      name=result["model"]["name"], progress=False, fresh=fresh)
+                      name=result["model"]["name"], progress=progress,
+                      fresh=drawn["n"] if drawn else fresh, fresh_seed=drawn["seed"] if drawn else None)
     document = scored.document
     if track_of(document) != track_of(result):
         raise ResultError(f"field dataset/track: {claimed_by} says {track_of(result)}, but {data} is "
                           f"{track_of(document)}. Fix: re-score on the data the result was made on.")
-    pairs = [(f"metrics/{key}", submitted, document["metrics"].get(key))
-             for key, submitted in result["metrics"].items()]
-    rescored_latents = {row["factor"]: row for row in document.get("per_latent", [])}
-    for row in result.get("per_latent", []):
-        again = rescored_latents.get(row.get("factor"), {})
-        pairs += [(f"per_latent/{row.get('factor')}/{key}", row[key], again.get(key))
-                  for key in METRIC_KEYS if key in row]
-    for field, submitted, again in pairs:
-        differs = again is not None and submitted is not None and abs(again - submitted) > tolerance
-        if (submitted is None) != (again is None) or differs:
-            raise ResultError(f"field {field}: {claimed_by} says {submitted}, re-scoring "
-                              f"{checkpoint} gives {again}. Fix: submit the result of this checkpoint.")
+    again = _shown_numbers(document)
+    for path, submitted in _shown_numbers(result).items():
+        other = again.get(path)
+        differs = other is not None and submitted is not None and abs(other - submitted) > tolerance
+        if (submitted is None) != (other is None) or differs:
+            raise ResultError(f"field {path}: {claimed_by} says {submitted}, re-scoring "
+                              f"{checkpoint} gives {other}. Fix: submit the result of this checkpoint.")
     return scored
 
 
 @dataclass(frozen=True)
 class Rescored:
-    entry: Entry  # the entry again, around the fresh result (new companion sections, this file's sha256)
-    same_file: bool  # the file is the one the entry was verified with
+    entry: Entry  # the entry again, around the re-scored result (new companion sections, this file's sha256)
+    same_file: bool  # the file is the one the entry was scored with
 
 
-def rescore_entry(entry: Entry, checkpoint: Path, data: Path) -> Rescored:
-    """Re-score ``checkpoint`` on ``data`` against everything the entry shows (its table metrics and
-    its result's per-latent values); raise naming the first value that differs. Equal scores from
-    different bytes happen when a model is exported again by another version of torch or of this
-    package; ``same_file`` tells them apart."""
+def rescore_entry(entry: Entry, checkpoint: Path, data: Path, progress: bool = True) -> Rescored:
+    """Re-score ``checkpoint`` on ``data`` against everything the entry shows (its table metrics, its
+    result's per-latent values, and a verified entry's fresh draw re-rendered from its revealed
+    seed); raise naming the first value that differs. Equal scores from different bytes happen when a
+    model is exported again by another version of torch or of this package; ``same_file`` tells them
+    apart. The returned entry holds only what was recomputed; a verified entry's signed record covers
+    the result it was verified with, so around the re-scored result it is public-split."""
     shown = Result.parse({**entry["result"], "metrics": entry["metrics"]}, f"entry {entry['id']}")
-    again = rescore(shown, checkpoint, data, claimed_by=f"entry {entry['id']}").document
-    if "fresh" in entry["result"]:  # the draw the entry was verified on stays its unseen score
-        again = {**again, "fresh": entry["result"]["fresh"]}
-    document = dict(entry.document)
+    again = rescore(shown, checkpoint, data, claimed_by=f"entry {entry['id']}", progress=progress).document
+    document = {k: v for k, v in entry.document.items() if k != "verification"}
     document.update(result=again, metrics=again["metrics"], checkpoint_sha256=again["model"]["sha256"])
+    if document["status"] == "verified":
+        document["status"] = "public-split"
     return Rescored(Entry.parse(document, f"entry {entry['id']} re-scored"),
-                   atomic.sha256_file(checkpoint) == entry.get("checkpoint_sha256"))
+                    atomic.sha256_file(checkpoint) == entry.get("checkpoint_sha256"))
 
 
-def write_entry(entry: Entry, directory: Path) -> Path:
-    """Write a new entry (as validated when it was made); an existing ID is refused, never overwritten."""
+def same_model(entries: list[Entry], sha256: str, table: tuple[str, str]) -> list[str]:
+    """The ids of entries of ``table`` (track, protocol) scored from the model file ``sha256``."""
+    return [e["id"] for e in entries if (e["dataset"], e["protocol"]) == table and sha256 in (
+        e.get("checkpoint_sha256"), ((e.get("result") or {}).get("model") or {}).get("sha256"))]
+
+
+def write_entry(entry: Entry, directory: Path, replace: str | None = None) -> Path:
+    """Write a new entry (as validated when it was made); an existing ID is refused, never
+    overwritten, unless it is ``replace``, the entry the caller asked to replace (removed once the
+    new one is written)."""
     entry = entry.document
     path = Path(directory) / f"{entry['id']}.json"
+    if replace is not None:
+        atomic.write_json(path, entry)
+        if replace != entry["id"]:
+            (Path(directory) / f"{replace}.json").unlink(missing_ok=True)
+        return path
     if path.exists():
         raise ResultError(f"field id: {entry['id']!r} already exists at {path}. Fix: choose another "
                           "--id (add a _variant suffix), or delete the old entry on purpose.")

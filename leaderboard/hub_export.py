@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ident3d.errors import ResultError
+from ident3d.leaderboard.ranking import scores, signer, status
 from ident3d.protocols import REGISTRY
 from ident3d.tracks import get_track
 from ident3d.yaml_block import yaml_lines
@@ -44,7 +45,8 @@ def dataset_of(entry: dict[str, Any]) -> dict[str, str]:
 
 
 def _metrics(entry: dict[str, Any]) -> list[tuple[str, float]]:
-    return [(k, v) for k, v in sorted(entry["metrics"].items()) if v is not None]
+    """The scores the board shows: a verified entry's fresh draw, any other entry's metrics."""
+    return [(k, v) for k, v in sorted(scores(entry).items()) if v is not None]
 
 
 def model_index(entry: dict[str, Any], hub_dataset: str | None = None) -> list[dict[str, Any]]:
@@ -56,7 +58,7 @@ def model_index(entry: dict[str, Any], hub_dataset: str | None = None) -> list[d
         label = f"{METRIC_NAMES.get(key, key)}, {entry['protocol']}" + (f" {version}" if version else "")
         metrics.append({"type": key, "value": value, "name": label, "config": entry["protocol"],
                         **({"args": {"protocol_version": version}} if version else {}),
-                        **({"verified": True} if entry["status"] == "verified" else {})})
+                        **({"verified": True} if signer(entry) else {})})
     return [{"name": entry["name"], "results": [{"task": TASK, "dataset": dataset, "metrics": metrics}]}]
 
 
@@ -65,7 +67,7 @@ def eval_results(entry: dict[str, Any], hub_dataset: str) -> list[dict[str, Any]
     id the track's bundle was published under)."""
     version = protocol_version(entry)
     revision = dataset_of(entry).get("revision")
-    notes = (f"{entry['status']}; ident3d leaderboard entry {entry['id']}; protocol {entry['protocol']}"
+    notes = (f"{status(entry)}; ident3d leaderboard entry {entry['id']}; protocol {entry['protocol']}"
              + (f" {version}" if version else " as reported in the paper") + f"; track {entry['dataset']}")
     return [{"dataset": {"id": hub_dataset, "task_id": f"{entry['protocol']}/{key}",
                          **({"revision": revision} if revision else {})},

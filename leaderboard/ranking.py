@@ -19,9 +19,45 @@ Table = tuple[str, str]  # (dataset, protocol)
 GROUP_AGREES_ON = ("loss", "positives", "model_space", "training_data", "status", "paper", "code")
 
 
+UNVERIFIED_CLAIM = "unverified-claim"
+
+
+def signer(row: Row) -> str | None:
+    """The keyring key that signed a verified entry's record (``leaderboard.verification``), or None:
+    a status field alone proves nothing."""
+    proof = getattr(row, "proof", None)
+    return proof.signer if row.get("status") == "verified" and proof is not None else None
+
+
+def status(row: Row) -> str:
+    """The status a row is shown with: "verified" only when signed by a keyring key; an entry that
+    says it without a valid signature is an unverified claim (ranked by its public-split numbers)."""
+    if "runs" in row or row.get("status") != "verified":
+        return row["status"]
+    return "verified" if signer(row) else UNVERIFIED_CLAIM
+
+
+def claim_problem(row: Row) -> str | None:
+    """Why a row's verified claim fails, or None."""
+    proof = getattr(row, "proof", None)
+    if status(row) != UNVERIFIED_CLAIM:
+        return None
+    return proof.problem if proof is not None else "its signature was never checked against a keyring"
+
+
 def fresh_draw(row: Row) -> Mapping[str, Any] | None:
-    """A verified entry's fresh draw (``result.fresh``); None for any other row."""
-    return (row.get("result") or {}).get("fresh") if row.get("status") == "verified" else None
+    """A proven verified entry's fresh draw (``result.fresh``); None for any other row."""
+    return (row.get("result") or {}).get("fresh") if signer(row) else None
+
+
+def latent_scores(row: Row) -> list[Mapping[str, Any]] | None:
+    """The per-latent values a row shows: a verified entry's from its fresh draw (the public split's
+    appear only as the gap), any other entry's from its result."""
+    draw = fresh_draw(row)
+    if draw is not None:
+        return draw["per_latent"]
+    result = row.get("result")
+    return result["per_latent"] if isinstance(result, Mapping) else None
 
 
 def scores(row: Row) -> Mapping[str, float | None]:
@@ -52,13 +88,13 @@ def seed_group_row(name: str, runs: list[Row]) -> Row:
     """One row for the runs of ``name``: every metric's mean and sample sd over the runs."""
     first = runs[0]
     for field in GROUP_AGREES_ON:
-        differing = sorted({str(r.get(field)) for r in runs})
+        differing = sorted({str(status(r) if field == "status" else r.get(field)) for r in runs})
         if len(differing) > 1:
             raise ResultError(f"seed_group {name!r} joins entries that differ in {field} "
                               f"({', '.join(r['id'] for r in runs)}: {' vs '.join(differing)}). Fix: give "
                               "runs of different methods different seed_group values, or correct the field.")
     stats = {key: _mean_and_sd([scores(r).get(key) for r in runs]) for key in METRIC_KEYS}
-    return {**{field: first.get(field) for field in GROUP_AGREES_ON},
+    return {**{field: first.get(field) for field in GROUP_AGREES_ON}, "status": status(first),
             "id": f"group:{name}", "name": f"{name} (mean of {len(runs)} seeds)", "authors": first["authors"],
             "dataset": first["dataset"], "protocol": first["protocol"], "seed_group": name,
             "footnote": f"mean ± sample sd over {len(runs)} runs that differ only in their seed",

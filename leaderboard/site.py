@@ -8,7 +8,18 @@ from importlib.resources import files
 
 from ident3d.leaderboard.companions import COLUMNS, companion_metrics
 from ident3d.leaderboard.legend import MEANINGS
-from ident3d.leaderboard.ranking import Row, archived_entries, fresh_draw, ranked_tables, scores
+from ident3d.leaderboard.ranking import (
+    Row,
+    archived_entries,
+    claim_problem,
+    fresh_draw,
+    latent_scores,
+    ranked_tables,
+    scores,
+    signer,
+    status,
+)
+from ident3d.results import gap_verdict
 from ident3d.tracks import tracks
 
 PAGE_FIELDS = ("id", "name", "paper", "code", "authors", "positives", "loss", "model_space", "status",
@@ -19,10 +30,11 @@ LATENT_KEYS = ("linear_r2", "mcc_pearson")
 def page_row(row: Row) -> dict:
     """What the page shows of a table row; a seed group carries its runs and their mean per latent."""
     shown = {k: row.get(k) for k in PAGE_FIELDS}
+    shown["status"], shown["signer"], shown["claim"] = status(row), signer(row), claim_problem(row)
     shown["metrics"] = dict(scores(row))  # a verified row's fresh draw
     draw = fresh_draw(row)
     shown["fresh"] = {"n": draw["n"], "public": row["metrics"], "gap": draw["gap"],
-                      "memorised": draw["memorised"]} if draw else None
+                      "memorised": draw["memorised"], "verdict": gap_verdict(draw["gap"])} if draw else None
     shown["companions"] = companion_metrics(row)  # DCI, extrapolation and OOD, where the result has them
     if "runs" in row:
         shown["runs"] = [page_row(run) for run in row["runs"]]
@@ -33,9 +45,9 @@ def page_row(row: Row) -> dict:
                 for k in LATENT_KEYS}}
             for cells in zip(*latents, strict=True)]
         return shown
-    result = row["result"]
-    shown["per_latent"] = ([{k: p.get(k) for k in ("factor", *LATENT_KEYS)} for p in result["per_latent"]]
-                           if result else None)
+    latents = latent_scores(row)  # a verified row's from its fresh draw
+    shown["per_latent"] = ([{k: p.get(k) for k in ("factor", *LATENT_KEYS)} for p in latents]
+                           if latents else None)
     return shown
 
 

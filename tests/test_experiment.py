@@ -82,7 +82,7 @@ def test_a_tiny_experiment_runs_scores_reports_and_resumes(tmp_path, capsys):
 def test_the_cpu_track_file_names_every_committed_entry():
     experiment = load_experiment("baselines/cpu_track.toml")
     folders = {run.folder for run in experiment.runs}
-    committed = {e["id"].removeprefix("Ident2026CpuTrack_").removesuffix("-clica")
+    committed = {e["id"].removeprefix("Ident2026CpuTrack_").removesuffix("-clica").removesuffix("-verified")
                  for e in load_entries(ENTRIES_DIR) if e["id"].startswith("Ident2026CpuTrack_")}
     assert committed <= folders  # runs not made yet have no entry (docs/cpu-track.md shows them unmeasured)
     assert "v2-normal-box-s0" in committed

@@ -81,26 +81,79 @@ def test_a_split_with_one_percent_of_its_images_swapped_is_not_the_track(cpu_tra
     assert "differs from a fresh render of its latents" in out and "688 images drawn at random" in out
 
 
-def test_the_memorising_model_is_not_a_verified_rank_one(cpu_track_data, lookup_model, tmp_path):
-    """`leaderboard add --checkpoint` scores a fresh draw; the table ranks a verified row by it."""
+def test_the_memorising_model_is_not_a_verified_rank_one(cpu_track_data, lookup_model, tmp_path,
+                                                         monkeypatch, capsys):
+    """`leaderboard add --checkpoint` scores a fresh draw of the track's minimum size and signs what it
+    measured; the table ranks the verified row by the draw; `rescore` re-renders that draw from its
+    revealed seed and confirms every number, and names the first one a hand changed."""
     from ident3d.cli import main
     from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
     from ident3d.leaderboard.markdown import render_markdown
-    from ident3d.leaderboard.ranking import ranked_tables
+    from ident3d.leaderboard.ranking import ranked_tables, signer
 
-    entries = tmp_path / "entries"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    entries = tmp_path / "leaderboard" / "entries"
     shutil.copytree(ENTRIES_DIR, entries)
+    shutil.copytree(ENTRIES_DIR.parent / "verifiers", entries.parent / "verifiers")
     result = evaluate(lookup_model, cpu_track_data, name="lookup", progress=False)
     result.save(tmp_path / "lookup.json")
     assert main(["-q", "leaderboard", "add", str(tmp_path / "lookup.json"), "--id", "Mallory2026Lookup",
-                 "--checkpoint", str(lookup_model), "--data", str(cpu_track_data), "--fresh", str(FRESH),
+                 "--checkpoint", str(lookup_model), "--data", str(cpu_track_data), "--verifier", "tester",
                  "--entries", str(entries)]) == 0
+    assert (entries.parent / "verifiers" / "tester.json").is_file()  # the new key, for review
     board = load_entries(entries)
     entry = next(e for e in board if e["id"] == "Mallory2026Lookup")
-    assert entry["status"] == "verified" and entry["result"]["fresh"]["memorised"]
+    assert signer(entry) == "tester" and entry["result"]["fresh"]["memorised"]
+    assert entry["result"]["fresh"]["n"] == 2000  # the track's fresh_images, at least its fresh_min
     assert entry["metrics"]["linear_r2"] > 0.999  # its public score stays on record
     table = ranked_tables(board)[("3dident-v2-64@1", "ident3d-eval-v1")]
     rank = next(i for i, row in enumerate(table, 1) if row["id"] == "Mallory2026Lookup")
     assert rank > 1, "a lookup table of the public split ranked first"
     line = next(line for line in render_markdown(board).splitlines() if "`Mallory2026Lookup`" in line)
-    assert "may have memorised it" in line
+    assert "may have memorised it" in line and "signed by tester" in line
+    capsys.readouterr()
+
+    seed = entry["result"]["fresh"]["seed"]
+    assert main(["-q", "leaderboard", "rescore", "Mallory2026Lookup", "--checkpoint", str(lookup_model),
+                 "--data", str(cpu_track_data), "--entries", str(entries)]) == 0
+    assert f"on its fresh draw re-rendered from seed {seed}" in capsys.readouterr().out
+    path = entries / "Mallory2026Lookup.json"
+    edited = json.loads(path.read_text())
+    edited["result"]["fresh"]["per_latent"][2]["mcc_pearson"] += 0.01  # an invented number, re-signed or not
+    path.write_text(json.dumps(edited))
+    assert main(["-q", "leaderboard", "rescore", "Mallory2026Lookup", "--checkpoint", str(lookup_model),
+                 "--data", str(cpu_track_data), "--entries", str(entries)]) == 1
+    factor = edited["result"]["fresh"]["per_latent"][2]["factor"]
+    assert f"field fresh/per_latent/{factor}/mcc_pearson" in capsys.readouterr().err
+
+
+def test_the_experiment_driver_verifies_a_run_as_one_resumable_step(cpu_track_data, tmp_path, monkeypatch):
+    """`--add-entries --verify KEY`: each finished run is re-scored, drawn afresh, signed and entered
+    as `<id>-verified` under both protocols; a second pass adds nothing."""
+    from ident3d.baselines.experiment import load_experiment, main
+    from ident3d.leaderboard.entries import load_entries
+    from ident3d.leaderboard.ranking import signer
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    (tmp_path / "pixels.toml").write_text('entry_prefix = "Test2026Driver"\ncheckpoint_every = 10\n'
+                                          '[data.v2]\ntrack = "3dident-v2-64"\n'
+                                          '[[runs]]\nname = "v2-pixels"\ndata = "v2"\npreset = "pixels"\n')
+    out, entries = tmp_path / "out", tmp_path / "leaderboard" / "entries"
+    (out / "data" / "v2").mkdir(parents=True)
+    entries.mkdir(parents=True)
+    (out / "data" / "v2" / "test").symlink_to(cpu_track_data / "test")  # the track's split, rendered once
+    (out / "data" / ".v2.test.ready").write_text("")
+    argv = [str(tmp_path / "pixels.toml"), str(out), "--add-entries", "--verify", "driver",
+            "--entries", str(entries)]
+    assert main(argv) == 0
+    board = {e["id"]: e for e in load_entries(entries)}
+    assert sorted(board) == ["Test2026Driver_v2-pixels-verified", "Test2026Driver_v2-pixels-verified-clica"]
+    assert {signer(e) for e in board.values()} == {"driver"}
+    assert not any(e.get("seed_group") for e in board.values())  # another status than the seed group's
+    assert {e["result"]["fresh"]["n"] for e in board.values()} == {2000}
+    assert (entries.parent / "verifiers" / "driver.json").is_file()
+    stamps = {p.name: p.stat().st_mtime_ns for p in entries.iterdir()}
+    assert main(argv) == 0  # resumes: nothing left to do
+    assert stamps == {p.name: p.stat().st_mtime_ns for p in entries.iterdir()}
+    assert load_experiment(tmp_path / "pixels.toml").runs[0].folder == "v2-pixels"
+

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ident3d.errors import ResultError
 from ident3d.leaderboard.build import build, stale
@@ -24,6 +25,7 @@ from ident3d.leaderboard.entries import (
     validate_entry,
     write_entry,
 )
+from ident3d.leaderboard.hub_export import export
 from ident3d.leaderboard.markdown import render_markdown
 from ident3d.leaderboard.ranking import ranked_tables, table_of
 from ident3d.results import Result
@@ -107,12 +109,15 @@ def test_verified_needs_a_checkpoint_hash_a_result_and_an_unseen_fresh_draw():
     assert verified["status"] == "verified"
 
 
-def test_no_committed_entry_is_verified_without_a_fresh_draw(committed_entries):
-    """Every committed entry re-scored from a model file was scored on the public split only (the
-    files were not kept, so no fresh draw can be scored): public-split, with the file's sha256."""
-    rescored = [e for e in committed_entries if e["status"] not in ("self-reported", "reported-in-paper")]
-    assert rescored and {e["status"] for e in rescored} == {"public-split"}
-    assert all(e["checkpoint_sha256"] == e["result"]["model"]["sha256"] for e in rescored)
+def test_every_committed_verified_entry_is_signed_by_a_keyring_key(committed_entries):
+    """A committed verified row carries a record that a key of leaderboard/verifiers signed over the
+    result it shows; every re-scored entry names the model file it was scored from."""
+    from ident3d.leaderboard.ranking import claim_problem, signer
+
+    rescored = [e for e in committed_entries if e["status"] in ("verified", "public-split")]
+    assert rescored and all(e["checkpoint_sha256"] == e["result"]["model"]["sha256"] for e in rescored)
+    verified = [e for e in committed_entries if e["status"] == "verified"]
+    assert verified and all(signer(e) for e in verified), [claim_problem(e) for e in verified]
 
 
 def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
@@ -228,22 +233,26 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
     entries = tmp_path / "entries"
     entries.mkdir()
 
-    def add(name, entry_id):
+    def add(name, entry_id, *flags):
         return subprocess.run([sys.executable, "-m", "ident3d.cli", "-q", "leaderboard", "add",
                                str(tmp_path / name), "--id", entry_id, "--checkpoint",
                                str(tmp_path / "flat.pt2"), "--data", str(tmp_path),
-                               "--entries", str(entries)],
+                               "--entries", str(entries), *flags],
                               capture_output=True, text=True)
 
     added = add("good.json", "Doe2026Flat")
     assert added.returncode == 0 and "no fresh draw" in added.stdout, added.stderr  # custom data
     entry = json.loads((entries / "Doe2026Flat.json").read_text())
     assert entry["status"] == "public-split" and entry["checkpoint_sha256"] == result["model"]["sha256"]
-    refused = add("inflated.json", "Doe2026Inflated")
+    again = add("good.json", "Doe2026FlatAgain")  # one model file, one entry per table
+    assert again.returncode == 1 and "already entry Doe2026Flat" in again.stderr
+    assert "--replace" in again.stderr
+    assert sorted(p.name for p in entries.iterdir()) == ["Doe2026Flat.json"]
+    refused = add("inflated.json", "Doe2026Inflated", "--replace", "Doe2026Flat")
     assert refused.returncode == 1 and "metrics/linear_r2" in refused.stderr
-    assert not (entries / "Doe2026Inflated.json").exists()
+    assert sorted(p.name for p in entries.iterdir()) == ["Doe2026Flat.json"]  # the old entry stays
     factor = result["per_latent"][3]["factor"]
-    refused = add("one-latent.json", "Doe2026OneLatent")
+    refused = add("one-latent.json", "Doe2026OneLatent", "--replace", "Doe2026Flat")
     assert refused.returncode == 1 and f"per_latent/{factor}/mcc_pearson" in refused.stderr
 
     class Halve(torch.nn.Module):
@@ -512,7 +521,7 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
 
 HOSTILE = ["</script><script>alert(1)</script>", "<!-- <script>", "<img src=x onerror=alert(2)>",
            "line\u2028sep\u2029para", "a | b\n| --- |", "*bold* _it_ [x](javascript:alert(3)) `code`",
-           "&amp; &lt;b&gt; ${1+1} \\ ~~gone~~"]
+           "&amp; &lt;b&gt; ${1+1} \\ ~~gone~~", "=HYPERLINK(\"http://x\",\"y\") ``a|b`` [l](http://e)"]
 
 
 def hostile_entries(folder: Path) -> list[str]:
@@ -530,6 +539,8 @@ def hostile_entries(folder: Path) -> list[str]:
         paper = {**paper_entry(), "id": f"Evil2026Paper_n{i}", "name": name, "dataset": text}
         write_entry(Entry.parse(paper, "paper"), folder)  # hostile text as the track: a section title
         names.append(name)
+        archived = {**paper, "id": f"Evil2026Archived_n{i}", "archived": text}  # the archived table
+        write_entry(Entry.parse(archived, "archived"), folder)
     return names
 
 
@@ -537,15 +548,31 @@ def test_hostile_text_cannot_change_the_markdown_table(tmp_path):
     names = hostile_entries(tmp_path / "entries")
     build(tmp_path / "entries", tmp_path / "LB.md", tmp_path / "site.html")
     markdown = (tmp_path / "LB.md").read_text()
-    table = [line for line in markdown.splitlines() if line.startswith("| ") and "Evil2026" in line]
+    table = [line for line in markdown.splitlines() if line.startswith("| ") and "Evil2026" in line
+             and "Evil2026Archived" not in line]
     assert len(table) == len(names)
     for line in table:  # ten cells: unescaped pipes would add more
         cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
         assert len(cells) == 10, line
     assert "<script" not in markdown and "<img" not in markdown and "<!--" not in markdown
     assert "javascript:alert(5))" not in markdown
+    archived = [line for line in markdown.splitlines() if line.startswith("| `Evil2026Archived")]
+    assert len(archived) == len(HOSTILE)
+    for line in archived:  # six cells; no code span, link or tag opened by the text
+        cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+        assert len(cells) == 6, line
+        assert re.search(r"(?<!\\)[<\[]", "".join(cells[2:])) is None, line
+        assert cells[0].count("`") == 2 and "`" not in re.sub(r"\\`", "", "".join(cells[1:])), line
+    for entry in load_entries(tmp_path / "entries"):  # the Hub's YAML holds each text verbatim
+        if entry["result"] is None:
+            continue
+        index = yaml.safe_load(export(entry, "model-index"))
+        assert index["model-index"][0]["name"] == entry["name"]  # verbatim, one YAML string
+        results = yaml.safe_load(export(entry, "eval-results", "org/3dident"))
+        assert results and all(isinstance(r["value"], float) and entry["id"] in r["notes"] for r in results)
     titles = [line for line in markdown.splitlines() if line.startswith("#")]
-    assert len(titles) == 2 + len(HOSTILE)  # the page title, the results' table, one per hostile track
+    # the page title, the results' table, one per hostile track, the archived table
+    assert len(titles) == 3 + len(HOSTILE)
     for title in titles[1:]:  # one line each, nothing that opens a tag, link, code span or cell
         assert re.search(r"(?<!\\)[<`|\[]", title.replace("(`3dident-published@1`)", "")) is None, title
 

@@ -1,13 +1,18 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ident3d.cli.arguments import positive_int
 
 if TYPE_CHECKING:
     from ident3d.leaderboard.entries import Entry
+    from ident3d.leaderboard.verification import Signer
+    from ident3d.results import Result
+    from ident3d.tracks import Track
 
 HELP = ("build the leaderboard (LEADERBOARD.md and the web page), add a result, see where it ranks, or "
         "re-score an entry's model file")
@@ -15,7 +20,8 @@ EXAMPLE = ("ident3d leaderboard compare runs/normal-box/result.json\n"
            "  ident3d leaderboard add runs/nb/result.json --id Doe2026Contrastive_box --author 'J. Doe'\n"
            "  ident3d leaderboard add result.json --id Doe2026Contrastive --checkpoint encoder.pt2 "
            "--data data/3dident   # verified\n"
-           "  ident3d leaderboard build [--check]\n"
+           "  ident3d leaderboard build\n"
+           "  ident3d leaderboard build --check   # writes nothing; exit 1: stale, or an unverified claim\n"
            "  ident3d leaderboard rescore Ident2026CpuTrack_v2-pixels --checkpoint pixels.pt2 "
            "--data data/cpu-track\n"
            "  ident3d leaderboard export Ident2026CpuTrack_v2-supervised --format model-index")
@@ -76,7 +82,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                           "now, and mark the entry verified (docs/leaderboard.md)")
     add.add_argument("--data", type=Path, help="dataset root for re-scoring --checkpoint")
     add.add_argument("--fresh", type=positive_int, metavar="N",
-                     help="images of the fresh draw for --checkpoint (default: the track's fresh_images)")
+                     help="images of the fresh draw for --checkpoint (default: the track's fresh_images; at "
+                          "least its fresh_min)")
+    add.add_argument("--verifier", metavar="NAME",
+                     help="the key that signs a verified entry: $XDG_CONFIG_HOME/ident3d/verifiers/NAME.key, "
+                          "made on first use, its public key added to leaderboard/verifiers/NAME.json "
+                          "(default: $IDENT3D_VERIFIER, else your login name)")
+    add.add_argument("--replace", metavar="ID",
+                     help="replace entry ID (one model file has one entry per table: a file already on "
+                          "the board is refused otherwise)")
 
 
 def _clone_entries(here: Path) -> Path:
@@ -124,18 +138,31 @@ def run(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from ident3d.leaderboard.build import build, stale
+    from ident3d.leaderboard.entries import load_entries
+    from ident3d.leaderboard.ranking import claim_problem, signer
     from ident3d.outputs import check_not_an_input
 
     here = Path.cwd()
     args.markdown = args.markdown or here / "LEADERBOARD.md"
     args.site = args.site or here / "leaderboard" / "site" / "index.html"
+    entries = load_entries(args.entries)
+    for entry in entries:  # adding a key or a verified row is a visible change
+        if signer(entry):
+            print(f"verified: {entry['id']}, signed by key {signer(entry)!r}")
+    claims = [f"error: {entry['id']}: says verified, but {claim_problem(entry)}. Fix: verify it with "
+              "`ident3d leaderboard add --checkpoint FILE --data ROOT --replace ID`, or set its status to "
+              "public-split" for entry in entries if claim_problem(entry)]
     if args.check:
         outdated = stale(args.entries, args.markdown, args.site)
         for path in outdated:
             print(f"stale: {path} (run `ident3d leaderboard build`)")
-        return 1 if outdated else 0
+        for line in claims:
+            print(line, file=sys.stderr)
+        return 1 if outdated or claims else 0
     check_not_an_input(args.markdown, "--markdown", (args.entries,))
     check_not_an_input(args.site, "--site", (args.entries,))
+    for line in claims:  # shown on the board as unverified claims, with the reason
+        print(line.replace("error: ", "warning: ", 1), file=sys.stderr)
     for path in build(args.entries, args.markdown, args.site, overwrite=args.overwrite):
         print(path)
     return 0
@@ -159,16 +186,23 @@ def _rescore(args: argparse.Namespace) -> int:
         if args.out.exists():
             raise OutputError(f"--out {args.out}: already exists; this command never overwrites a file. "
                               "Fix: choose a new file name.")
-    checked = rescore_entry(_entry(args.entries, args.entry_id), args.checkpoint, args.data)
-    print(f"{args.entry_id}: every metric the entry shows matches the re-scored {args.checkpoint} on "
-          f"{args.data}; " + ("the file is the one the entry was verified with (same sha256)"
-                             if checked.same_file else "the file's bytes differ from the one the entry "
-                             "was verified with (same scores, different sha256: exported again)"))
+    entry = _entry(args.entries, args.entry_id)
+    checked = rescore_entry(entry, args.checkpoint, args.data, progress=not args.quiet)
+    drawn = (entry["result"] or {}).get("fresh")
+    redrawn = (f" and on its fresh draw re-rendered from seed {drawn['seed']} ({drawn['n']:,} images)"
+               if drawn else "")
+    print(f"{args.entry_id}: every number the entry shows matches the re-scored {args.checkpoint} on "
+          f"{args.data}{redrawn}; " + ("the file is the one the entry was scored with (same sha256)"
+                                       if checked.same_file else "the file's bytes differ from the one the "
+                                       "entry was scored with (same scores, different sha256: exported "
+                                       "again)"))
     if args.out is not None:
         from ident3d import atomic
 
         atomic.write_json(args.out, checked.entry.document)
-        print(f"{args.out}: the entry around the fresh result")
+        print(f"{args.out}: the entry around the re-scored result"
+              + (" (public-split: a verified row is one the verifier signs; `leaderboard add --checkpoint "
+                 f"--replace {args.entry_id}` verifies it anew)" if entry["status"] == "verified" else ""))
     return 0
 
 
@@ -184,35 +218,115 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from ident3d.leaderboard.entries import entry_from_result, rescore, track_of, write_entry
+    from ident3d.leaderboard.entries import (
+        entry_from_result,
+        load_entries,
+        rescore,
+        track_of,
+        write_entry,
+    )
     from ident3d.results import Result
-    from ident3d.tracks import get_track
 
     result = Result.load(args.result)
     track = _track_id(args.track)
-    status = "self-reported"
+    board = load_entries(args.entries)
+    if args.replace is not None and args.replace not in {e["id"] for e in board}:
+        _entry(args.entries, args.replace)  # names the missing id
+    status, verification, drawable = "self-reported", None, None
     if args.checkpoint is not None:
+        from ident3d.tracks import get_track
+
         if args.data is None:
             from ident3d.errors import ResultError
 
             raise ResultError("--checkpoint needs --data ROOT (the dataset to re-score it on).")
-        drawable = get_track(track_of(result.document)) if not track_of(result.document).startswith(
-            "custom:") else None
-        fresh = (args.fresh or "track") if drawable and drawable.source == "render" else None
-        result = rescore(result, args.checkpoint, args.data, fresh=fresh)
-        status = "verified" if fresh else "public-split"
-        if fresh:
+        scored_on = track_of(result.document)
+        drawable = get_track(scored_on) if not scored_on.startswith("custom:") else None
+        drawable = drawable if drawable and drawable.source == "render" else None
+        _refuse_small_draw(drawable, args.fresh)
+        _refuse_known_model(board, args.checkpoint, (track or scored_on, result.document["protocol"]),
+                            args.replace)
+        signer = _signer(args) if drawable else None  # a broken key fails before minutes of scoring
+        fresh = (args.fresh or "track") if drawable else None
+        public = {k: v for k, v in result.document.items() if k != "fresh"}  # a draw the submitter saw
+        result = rescore(Result.parse(public, str(args.result)), args.checkpoint, args.data, fresh=fresh,
+                         progress=not args.quiet)
+        status = "verified" if drawable else "public-split"
+        if signer is not None:
             print("\n".join(result.fresh_lines()))
+            verification = _sign(signer, args, result)
         else:
             print("no fresh draw: the result is not on a rendered track's split, so the entry is "
                   "public-split (scored from the model file on the public split only)")
+    else:
+        model = result.document["model"]["sha256"]
+        _refuse_known_sha(board, model, (track or track_of(result.document), result.document["protocol"]),
+                          args.replace, f"{args.result}'s model")
     entry = entry_from_result(result, args.id, status=status, name=args.name, authors=args.authors,
                               paper=args.paper, code=args.code, training_data=args.training_data,
                               positives=args.positives, loss=args.loss, model_space=args.model_space,
-                              footnote=args.footnote, track=track, seed_group=args.seed_group)
-    print(write_entry(entry, args.entries))
+                              footnote=args.footnote, track=track, seed_group=args.seed_group,
+                              verification=verification)
+    print(write_entry(entry, args.entries, replace=args.replace))
     print("now run `ident3d leaderboard build` to update LEADERBOARD.md and the page")
     return 0
+
+
+def _refuse_small_draw(track: Track | None, fresh: int | None) -> None:
+    smallest = track.fresh_min or 0 if track is not None else 0
+    if track is not None and fresh is not None and fresh < smallest:
+        from ident3d.errors import ResultError
+
+        raise ResultError(f"--fresh {fresh}: a verified draw of {track.id} has at least {smallest:,} "
+                          "images (on fewer, MCC is biased upwards: docs/submissions.md, \"How large a "
+                          f"draw\"). Fix: pass --fresh {smallest} or more, or leave it out.")
+
+
+def _refuse_known_model(board: list[Entry], checkpoint: Path, table: tuple[str, str],
+                        replace: str | None) -> None:
+    from ident3d.errors import ResultError
+    from ident3d.readers import open_regular
+
+    h = hashlib.sha256()
+    try:
+        with open_regular(checkpoint) as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+    except OSError as error:
+        raise ResultError(f"--checkpoint {checkpoint}: cannot be read ({error.strerror or error}). Fix: pass "
+                          "the model file the result was made from.") from None
+    _refuse_known_sha(board, h.hexdigest(), table, replace, f"--checkpoint {checkpoint}")
+
+
+def _refuse_known_sha(board: list[Entry], sha256: str, table: tuple[str, str], replace: str | None,
+                      what: str) -> None:
+    from ident3d.leaderboard.entries import same_model
+
+    taken = [i for i in same_model(board, sha256, table) if i != replace]
+    if taken:
+        from ident3d.errors import ResultError
+
+        raise ResultError(f"{what}: this model file (sha256 {sha256[:12]}…) is already entry {taken[0]} of "
+                          f"{table[0]} · {table[1]}; one model file has one entry per table. Fix: pass "
+                          f"--replace {taken[0]} to replace that entry, or submit another model.")
+
+
+def _signer(args: argparse.Namespace) -> Signer:
+    from ident3d.leaderboard.verification import Signer, default_key_name
+
+    return Signer.load_or_create(args.verifier or default_key_name())
+
+
+def _sign(signer: Signer, args: argparse.Namespace, result: Result) -> dict[str, Any]:
+    from ident3d.leaderboard.verification import keyring_folder, publish_key, record_for
+
+    verification = signer.sign(record_for(args.id, result.document))
+    added = publish_key(signer, keyring_folder(args.entries))
+    if added is not None:
+        print(f"{added}: the public key of verifier {signer.name!r}; commit it with the entry (reviewers "
+              "see a new key as a new file)")
+    print(f"signed by verifier key {signer.name!r}")
+    return verification
 
 
 ACTIONS = {"build": _build, "export": _export, "rescore": _rescore, "compare": _compare, "add": _add}

@@ -47,6 +47,7 @@ class Track:
     recheck: dict[str, Any] = field(default_factory=dict)  # images re-rendered at verify, tolerance
     render_s_per_image: float | None = None
     fresh_images: int | None = None  # images a fresh draw renders by default (ident3d.fresh)
+    fresh_min: int | None = None  # the smallest fresh draw a verified entry may rest on (ident3d.draw_size)
     bytes_per_image: int | None = None
     regions: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # name -> factor intervals
 
