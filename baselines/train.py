@@ -50,6 +50,7 @@ from ident3d.errors import TrainingError
 from ident3d.evaluation import encode, evaluate
 from ident3d.layout import SplitLayout
 from ident3d.pairs import PairBatch, PairDataset, PairLoader
+from ident3d.readers import read_json
 
 log = logging.getLogger(__name__)
 
@@ -210,13 +211,15 @@ def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int,
 
 
 def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: bool = True,
-          overwrite: bool = False) -> Path:
+          overwrite: bool = False, run_name: str | None = None) -> Path:
     """Train (or resume) a run in ``out``; returns the result file (or the checkpoint when there is
-    no eval split to score on).
+    no eval split to score on). The result names the model ``"<preset> (<run_name>)"``, the run
+    name being ``out``'s folder name unless given.
 
     A new run starts in a missing or empty folder; ``overwrite`` trains next to a non-empty one and
     replaces it only when the new run is complete."""
     out = Path(out)
+    run_name = run_name or out.name
     if not resume and out.is_dir() and any(out.iterdir()):
         if not overwrite:
             held = sorted(p.name for p in out.iterdir())
@@ -226,7 +229,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                                 "new run is complete.")
         staging = out.with_name(f".{out.name}.new")
         shutil.rmtree(staging, ignore_errors=True)  # a replacement interrupted earlier
-        made = train(config, staging, progress=progress)
+        made = train(config, staging, progress=progress, run_name=run_name)  # named for out, not staging
         atomic.replace_folder(staging, out)
         return out / made.relative_to(staging)
     checkpoint, log_path = out / "checkpoint.safetensors", out / "log.jsonl"
@@ -235,6 +238,14 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
     eval_set = (train_set if config.eval_split == config.train_split else
                 ThreeDIdent(config.data, config.eval_split) if has_eval else None)
     data_identity = splits_identity([(config.train_split, train_set), (config.eval_split, eval_set)])
+    if resume and not checkpoint.exists() and (out / "config.json").exists():
+        earlier = from_json(read_json(out / "config.json", TrainingError, "start a new --out"))
+        diff = resume_differences(earlier, config)
+        if diff:
+            raise TrainingError(f"--resume {out}: the saved run used other settings ({'; '.join(diff)}). "
+                                "Fix: repeat the original settings, or start a new --out.")
+        log.warning("--resume %s: the run stopped before its first checkpoint, so it starts again from "
+                    "step 0 (%d steps)", out, config.iterations)
     if resume and checkpoint.exists():
         saved = saved_config(checkpoint)
         diff = resume_differences(saved, config)
@@ -325,7 +336,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
     if eval_set is None:
         log.warning("no %s split under %s: skipped the final evaluation", config.eval_split, config.data)
         return checkpoint
-    result = evaluate(pt2, config.data, split=config.eval_split, name=f"{config.preset} ({out.name})",
+    result = evaluate(pt2, config.data, split=config.eval_split, name=f"{config.preset} ({run_name})",
                       device=str(device), progress=progress)
     result.save(out / "result.json")
     return out / "result.json"

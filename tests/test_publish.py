@@ -6,6 +6,8 @@ through the card's ``configs``."""
 import hashlib
 import json
 import logging
+import os
+import stat
 
 import numpy as np
 import pytest
@@ -147,3 +149,9 @@ def test_legacy_colours_are_a_stated_limitation(data, tmp_path):
     assert "clamped" in said and "no denoising" in said and "64 x 64" in said
     assert facts.license is None and "states no licence" in facts.license_text
     logging.getLogger(__name__).info(said)
+
+
+def test_the_bundle_folder_has_the_usual_mode_for_sharing(bundle):
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(bundle.stat().st_mode) == 0o777 & ~umask  # not mkdtemp's private 0700

@@ -111,6 +111,7 @@ def test_a_run_folder_is_never_overwritten_or_resumed_with_other_settings(fake_d
     assert made.parent == tmp_path / "run" and made.exists()
     assert json.loads((tmp_path / "run/config.json").read_text())["lr"] == 0.01
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "run"]
+    assert json.loads(made.read_text())["model"]["name"] == "smoke (run)"  # not the staging ".run.new"
 
 
 @pytest.mark.slow
@@ -121,6 +122,17 @@ def test_a_run_killed_before_its_first_checkpoint_restarts_with_a_clean_log(fake
     train(tiny(fake_data, 2), out, resume=True, progress=False)
     records = read_log(out / "log.jsonl")
     assert [r["step"] for r in records] == [1, 2] and records[0]["loss"] != 99.0
+
+
+def test_resume_before_the_first_checkpoint_says_so_and_refuses_other_settings(fake_data, tmp_path, caplog):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps(tiny(fake_data, 2).to_json()))  # started, never saved
+    with pytest.raises(TrainingError, match="lr: saved 0.001, now 0.01"):
+        train(tiny(fake_data, 2, lr=0.01), out, resume=True, progress=False)
+    with caplog.at_level("WARNING", logger="ident3d"):
+        train(tiny(fake_data, 2), out, resume=True, progress=False)
+    assert "stopped before its first checkpoint, so it starts again from step 0" in caplog.text
 
 
 @pytest.mark.slow

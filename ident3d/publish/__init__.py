@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -97,6 +98,9 @@ def publish(root: Path, out: Path, splits: list[str] | None = None, track: Track
     _check_same_kind(datasets, Path(root))
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.publishing.", dir=out.parent))
+    umask = os.umask(0)  # read, then restored: a bundle is for sharing, so it gets a folder's usual mode
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp makes 0700
     try:
         provisional = gather_facts(datasets, track, staging, {d.split: [] for d in datasets})
         shards = {d.split: export_split(Path(root), d.split, staging / DATA, "parquet", shard_size,
