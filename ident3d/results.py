@@ -55,9 +55,17 @@ class Result:
         atomic.write_json(Path(path), self.document)
 
     def table(self) -> str:
-        """A short per-latent table for the terminal."""
+        """A short per-latent table for the terminal, headed by what was scored and how far the
+        numbers are the evaluator's own."""
+        d = self.document
+        model = d["model"]
+        who = ("self-reported: features computed outside the sandbox (your own module or an embeddings "
+               "file)" if model.get("self_reported") else "scored from the model file in the sandbox")
         cols = METRIC_KEYS
-        lines = [f"{'factor':<16}" + "".join(f"{c:>14}" for c in cols)]
+        version = f" {d['protocol_version']}" if d.get("protocol_version") else ""
+        lines = [f"{model['name']} on {d['dataset'].get('track') or 'custom data'} ({d['dataset']['split']}, "
+                 f"{d['dataset']['n']:,} images) under {d['protocol']}{version}; {who}",
+                 f"{'factor':<16}" + "".join(f"{c:>14}" for c in cols)]
         for row in [*self.document["per_latent"], {"factor": "mean", **self.metrics}]:
             cells = "".join(f"{row[c]:>14.4f}" if row.get(c) is not None else f"{'-':>14}"
                             for c in cols)

@@ -81,6 +81,11 @@ def test_an_in_memory_module_is_scored_like_its_export_and_left_as_it_was(data, 
     assert document["model"]["kind"] == "module" and document["model"]["self_reported"] is True
     assert document["model"]["name"] == "ScaledColourEncoder (in-process)"
     assert exported.document["model"]["self_reported"] is False
+    head = in_process.table().splitlines()[0]  # what was scored, under which protocol, and by whom
+    from ident3d.protocols import REGISTRY
+
+    assert f"under ident3d-eval-v1 {REGISTRY['ident3d-eval-v1'].version}" in head and "self-reported" in head
+    assert "scored from the model file in the sandbox" in exported.table().splitlines()[0]
     for key, value in exported.metrics.items():
         assert in_process.metrics[key] == pytest.approx(value, abs=1e-6)
     validate_result(document)
