@@ -19,7 +19,7 @@ from ident3d.batching import collate_views, image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.errors import TrainingError
 from ident3d.extras import require
-from ident3d.pairs import ContrastivePairs, PairBatch, RenderedPairs, seeded
+from ident3d.pairs import ContrastivePairs, PairBatch, RenderedPairs, pair_batch, seeded
 
 v2 = require("torchvision.transforms.v2")  # the baselines extra
 
@@ -59,9 +59,11 @@ class AnchorBatch(NamedTuple):
 
 
 def collate_batch(items: Sequence[tuple[torch.Tensor, ...]]) -> PairBatch | AnchorBatch:
-    """``collate_views``, named: items of four fields make a ``PairBatch``, of two an ``AnchorBatch``."""
-    fields = collate_views(items)
-    return PairBatch(*fields) if len(fields) == len(PairBatch._fields) else AnchorBatch(*fields)
+    """Items of four fields make a ``PairBatch`` (``ident3d.pairs.pair_batch``: its images the halves of
+    one buffer, which the DataLoader's ``pin_memory`` pins once), of two an ``AnchorBatch``."""
+    if len(items[0]) == len(PairBatch._fields):
+        return pair_batch(items)
+    return AnchorBatch(*collate_views(items))
 
 
 class Anchors(Dataset):

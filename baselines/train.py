@@ -190,7 +190,7 @@ def training_batch(batch: PairBatch | AnchorBatch) -> tuple[torch.Tensor, torch.
     """The images one step encodes (anchors, then their positives when the batch has them) and the
     anchors' latents."""
     if isinstance(batch, PairBatch):
-        return torch.cat([batch.x, batch.x_pos]), batch.z
+        return batch.images(), batch.z  # the loader's one (pinned) buffer: no copy here
     return batch.x, batch.z
 
 

@@ -15,7 +15,7 @@ truncated to the latent range (so only wide scales come out narrower).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -316,12 +316,33 @@ class RenderedPairs(PairDataset):
 
 
 class PairBatch(NamedTuple):
-    """A batch of positive pairs: anchor and positive images (B, 3, H, W) and their latents (B, k)."""
+    """A batch of positive pairs: anchor and positive images (B, 3, H, W) and their latents (B, k).
+    ``PairLoader`` delivers ``x`` and ``x_pos`` as the two halves of one buffer, so a training step
+    reads both with ``images()`` without a copy, and ``pin_memory()`` pins that buffer once."""
 
     x: torch.Tensor
     x_pos: torch.Tensor
     z: torch.Tensor
     z_pos: torch.Tensor
+
+    def images(self) -> torch.Tensor:
+        """Anchors, then positives, as one (2B, 3, H, W) tensor: a view when they are the halves of
+        one buffer (as ``PairLoader`` and ``pin_memory()`` deliver them), else a concatenation."""
+        x, x_pos = self.x, self.x_pos
+        follows = (x.untyped_storage().data_ptr() == x_pos.untyped_storage().data_ptr()
+                   and x.dtype == x_pos.dtype and x.shape[1:] == x_pos.shape[1:]
+                   and x.stride() == x_pos.stride()
+                   and x_pos.storage_offset() == x.storage_offset() + len(x) * x.stride(0))
+        if follows:
+            return x.as_strided((len(x) + len(x_pos), *x.shape[1:]), x.stride(), x.storage_offset())
+        return torch.cat([x, x_pos])
+
+    def pin_memory(self) -> PairBatch:
+        """The batch in page-locked memory, its images in one pinned buffer, so one non-blocking copy
+        moves a step's images to the GPU (the DataLoader's ``pin_memory=True`` calls this)."""
+        images = self.images().pin_memory()
+        b = len(self.x)
+        return PairBatch(images[:b], images[b:], self.z.pin_memory(), self.z_pos.pin_memory())
 
 
 class PairLoader:
@@ -357,7 +378,7 @@ class PairLoader:
         if self.gather_here:
             self.loader = DataLoader(_Draws(pairs), collate_fn=_index_batch, **dataloader_kwargs)
         else:
-            self.loader = DataLoader(pairs, collate_fn=collate_views, pin_memory=pin_memory,
+            self.loader = DataLoader(pairs, collate_fn=pair_batch, pin_memory=pin_memory,
                                      **dataloader_kwargs)
 
     def __len__(self) -> int:
@@ -365,16 +386,15 @@ class PairLoader:
 
     def __iter__(self) -> Iterator[PairBatch]:
         if not self.gather_here:
-            for batch in self.loader:
-                yield PairBatch(*batch)
+            yield from self.loader
             return
         latents = self.pairs.dataset.latents
         for anchor, positive in self.loader:
             images = image_batch(self.pairs.dataset, np.concatenate([anchor, positive]), self.pairs.uint8)
             b = len(anchor)
-            batch = [images[:b], images[b:], torch.from_numpy(latents[anchor]),
-                     torch.from_numpy(latents[positive])]
-            yield PairBatch(*[t.pin_memory() for t in batch] if self.pin_memory else batch)
+            batch = PairBatch(images[:b], images[b:], torch.from_numpy(latents[anchor]),
+                              torch.from_numpy(latents[positive]))
+            yield batch.pin_memory() if self.pin_memory else batch
 
 
 class _Draws(Dataset):
@@ -392,6 +412,13 @@ class _Draws(Dataset):
 
     def __getitem__(self, item: int) -> tuple[int, int]:
         return self.__getitems__([item])[0]
+
+
+def pair_batch(items: Sequence[tuple[torch.Tensor, ...]]) -> PairBatch:
+    """Items ``(x, x_pos, z, z_pos)`` as a batch whose images are the halves of one buffer."""
+    x, x_pos, z, z_pos = collate_views(items)
+    images = torch.cat([x, x_pos])
+    return PairBatch(images[:len(x)], images[len(x):], z, z_pos)
 
 
 def _index_batch(items: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:

@@ -89,6 +89,33 @@ def test_with_a_transform_or_png_files_the_pair_loader_makes_images_in_the_worke
         assert_same_batches(batches(loader), reference)
 
 
+def test_a_steps_images_reach_the_loop_as_one_buffer_and_are_pinned_once(splits, monkeypatch):
+    """The training loop reads anchors and positives as one tensor the loader made (no join after it),
+    so the one pinned buffer moves to the GPU in one non-blocking copy. CUDA's page-locking needs a
+    driver, so a copy stands in for it: what is checked is which buffers there are."""
+    from ident3d.baselines.positives import AugmentedPairs, collate_batch
+    from ident3d.baselines.train import training_batch
+
+    pinned = []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda t: pinned.append(t.shape) or t.clone())
+    gathered = ContrastivePairs(splits[1], scale=0.3, seed=7, epoch_length=16)
+    on_png = ContrastivePairs(splits[0], seed=1, epoch_length=16)
+    augmented = DataLoader(AugmentedPairs(splits[1], seed=0), batch_size=8, collate_fn=collate_batch)
+    for loader in (PairLoader(gathered, batch_size=8), PairLoader(on_png, batch_size=8, num_workers=2),
+                   augmented):
+        batch = next(iter(loader))
+        x, _ = training_batch(batch)
+        assert x.untyped_storage().data_ptr() == batch.x.untyped_storage().data_ptr()  # joined nothing
+        assert torch.equal(x, torch.cat([batch.x, batch.x_pos])) and x.is_contiguous(
+            memory_format=torch.channels_last) == batch.x.is_contiguous(memory_format=torch.channels_last)
+        again = batch.pin_memory()
+        assert pinned[-3] == (16, *batch.x.shape[1:])  # the images once, as one buffer, then z and z_pos
+        assert again.images().untyped_storage().data_ptr() == again.x.untyped_storage().data_ptr()
+    loader = PairLoader(gathered, batch_size=8, pin_memory=True)
+    batch = next(iter(loader))
+    assert batch.images().untyped_storage().data_ptr() == batch.x_pos.untyped_storage().data_ptr()
+
+
 def test_a_png_of_another_size_is_named_with_the_fix(splits):
     from PIL import Image
 
