@@ -46,6 +46,13 @@ from ident3d.tracks import Track, get_track, identify
 log = logging.getLogger(__name__)
 
 
+def stage(what: str, progress: bool) -> tqdm:
+    """A one-step bar for a long step without a loop of its own (fitting the read-outs, rendering a
+    draw): its name when it starts, its time when it ends, on stderr like every bar, so a script sees
+    it too (``progress=False`` silences it)."""
+    return tqdm(total=1, desc=what, bar_format="{desc}: {elapsed}", disable=not progress, leave=True)
+
+
 def encode(model: Any, dataset: ThreeDIdent, indices: np.ndarray, device: torch.device,
            batch_size: int, progress: bool, compile: bool = False) -> np.ndarray:
     """Features of the given images, in order. A ``SandboxedModel`` runs in its own process (which
@@ -297,9 +304,8 @@ def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str,
     z = dataset.latents[:, continuous].astype(np.float64)
     ood = {name: (split_set.latents[:, continuous].astype(np.float64), h_ood[name])
            for name, split_set in ood_sets.items()}
-    if progress and (note := protocol.slow_part(len(z))):
-        log.info(note)
-    s = protocol.score(z, h, [dataset.factor_names[c] for c in continuous], ood)
+    with stage(protocol.slow_part(len(z)) or f"scoring under {protocol.name}", progress):
+        s = protocol.score(z, h, [dataset.factor_names[c] for c in continuous], ood)
     per = {k: _unit(s.per_latent(k)) for k in PER_LATENT}
     per_latent = [{"factor": dataset.factor_names[c],
                    **{k: per[k][i] if per[k] else None for k in PER_LATENT}}
@@ -341,10 +347,9 @@ def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_
     for split in ("test", *public.ood):
         with tempfile.TemporaryDirectory(prefix="ident3d-fresh-") as scratch:
             started = time.perf_counter()
-            if progress:
-                log.info("rendering a fresh draw of %d %s images of %s (%d processes)", n, split, track.id,
-                         workers)
-            fresh_module.render_draw(track, n, seed, Path(scratch), workers, split=split)
+            with stage(f"rendering a fresh draw of {n} {split} images of {track.id} ({workers} processes)",
+                       progress):
+                fresh_module.render_draw(track, n, seed, Path(scratch), workers, split=split)
             render_s += time.perf_counter() - started
             dataset = ThreeDIdent(scratch, split)
             raw = _features(sub, dataset, dev, batch_size, progress)

@@ -374,3 +374,13 @@ def test_the_runner_matches_a_plain_call_eagerly_and_compiled_with_a_short_last_
     assert eager.shape == compiled.shape == (70, 5)
     np.testing.assert_allclose(eager, plain.numpy(), atol=1e-6)
     np.testing.assert_allclose(compiled, plain.numpy(), atol=1e-5)
+
+
+def test_a_library_call_shows_its_progress_and_can_be_silenced(data, capfd):
+    """`ident3d.evaluate` from a script shows encoding and fitting on stderr (bars, not log records a
+    script never configures); progress=False prints nothing."""
+    evaluate(ColourEncoder(), data)
+    shown = capfd.readouterr().err
+    assert "encode" in shown and "fitting the read-outs on 150 of 300 points" in shown
+    evaluate(ColourEncoder(), data, progress=False)
+    assert capfd.readouterr().err == ""
