@@ -85,7 +85,7 @@ def test_the_memorising_model_is_not_a_verified_rank_one(cpu_track_data, lookup_
                                                          monkeypatch, capsys):
     """`leaderboard add --checkpoint` scores a fresh draw of the track's minimum size and signs what it
     measured; the table ranks the verified row by the draw; `rescore` re-renders that draw from its
-    revealed seed and confirms every number, and names the first one a hand changed."""
+    revealed seed and confirms every number (which numbers it compares: tests/test_verification.py)."""
     from ident3d.cli import main
     from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
     from ident3d.leaderboard.markdown import render_markdown
@@ -117,14 +117,6 @@ def test_the_memorising_model_is_not_a_verified_rank_one(cpu_track_data, lookup_
     assert main(["-q", "leaderboard", "rescore", "Mallory2026Lookup", "--checkpoint", str(lookup_model),
                  "--data", str(cpu_track_data), "--entries", str(entries)]) == 0
     assert f"on its fresh draw re-rendered from seed {seed}" in capsys.readouterr().out
-    path = entries / "Mallory2026Lookup.json"
-    edited = json.loads(path.read_text())
-    edited["result"]["fresh"]["per_latent"][2]["mcc_pearson"] += 0.01  # an invented number, re-signed or not
-    path.write_text(json.dumps(edited))
-    assert main(["-q", "leaderboard", "rescore", "Mallory2026Lookup", "--checkpoint", str(lookup_model),
-                 "--data", str(cpu_track_data), "--entries", str(entries)]) == 1
-    factor = edited["result"]["fresh"]["per_latent"][2]["factor"]
-    assert f"field fresh/per_latent/{factor}/mcc_pearson" in capsys.readouterr().err
 
 
 def test_the_experiment_driver_verifies_a_run_as_one_resumable_step(cpu_track_data, tmp_path, monkeypatch):

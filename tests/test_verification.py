@@ -206,3 +206,20 @@ def test_a_signed_record_names_what_was_measured(board):
     (board["entries"] / "Alice2026Signed.json").write_text(json.dumps(moved))
     assert "result_sha256" in next(e for e in load_entries(board["entries"])
                                    if e["id"] == "Alice2026Signed").proof.problem
+
+
+def test_a_rescore_compares_every_number_a_verified_row_shows():
+    """What `rescore` compares after re-rendering a draw: the public means and per-latent values and
+    the draw's scores, per-latent values and gaps (a hand-changed one of them is named)."""
+    from ident3d.leaderboard.entries import _shown_numbers
+
+    result = drawn_result()
+    compared = _shown_numbers(result)
+    factor = result["fresh"]["per_latent"][2]["factor"]
+    assert {"metrics/mcc_pearson", f"per_latent/{factor}/linear_r2", "fresh/metrics/mcc_pearson",
+            f"fresh/per_latent/{factor}/mcc_pearson", "fresh/gap/linear_r2/gap",
+            "fresh/gap/mcc_pearson/ci95/0"} <= set(compared)
+    result["fresh"]["per_latent"][2]["mcc_pearson"] += 0.01
+    changed = {k for k, v in _shown_numbers(result).items() if v != compared[k]}
+    assert changed == {f"fresh/per_latent/{factor}/mcc_pearson"}
+
