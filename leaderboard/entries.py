@@ -313,7 +313,7 @@ def write_entry(entry: Entry, directory: Path, replace: str | None = None) -> Pa
     new one is written)."""
     entry = entry.document
     path = Path(directory) / f"{entry['id']}.json"
-    if replace is not None:
+    if replace is not None and (replace == entry["id"] or not path.exists()):
         atomic.write_json(path, entry)
         if replace != entry["id"]:
             (Path(directory) / f"{replace}.json").unlink(missing_ok=True)

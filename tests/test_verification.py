@@ -156,6 +156,10 @@ def test_one_model_file_has_one_entry_per_table(board):
                             "Bob2026Again", "--entries", str(board["entries"])],
                            capture_output=True, text=True)
     assert again.returncode == 1 and "already entry Bob2026Public" in again.stderr
+    onto_another = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "add", str(saved),
+                                   "--id", "Alice2026Signed", "--replace", "Bob2026Public", "--entries",
+                                   str(board["entries"])], capture_output=True, text=True)
+    assert onto_another.returncode == 1 and "'Alice2026Signed' already exists" in onto_another.stderr
     replaced = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "add", str(saved), "--id",
                                "Bob2026Again", "--replace", "Bob2026Public", "--entries",
                                str(board["entries"])], capture_output=True, text=True)
