@@ -21,7 +21,7 @@ import torch
 
 sys.path.insert(0, sys.argv[1])
 from ident3d.sandbox.loading import overload_refusal  # noqa: E402
-from ident3d.sandbox.operators import ATEN  # noqa: E402
+from ident3d.sandbox.operators import ATEN, TRAINING_ARGUMENTS  # noqa: E402
 
 TRIALS = int(sys.argv[3]) if len(sys.argv) > 3 else 12
 INTS = (-3, -1, 0, 1, 2, 3, 5, 1 << 16)
@@ -71,8 +71,8 @@ def value(kind: str, name: str, rng: torch.Generator):
                 for _ in range(int(torch.randint(0, 5, (1,), generator=rng)))]
     if kind in ("float", "number"):
         return (-1.5, 0.0, 0.5, 2.0, float("inf"), float("nan"))[pick % 6]
-    if kind == "bool":
-        return bool(pick % 2)
+    if kind == "bool":  # training mode is refused by the reader (operators.TRAINING_ARGUMENTS): random
+        return False if name in TRAINING_ARGUMENTS else bool(pick % 2)
     if kind == "List[bool]":
         return [bool(pick % 2)] * 3
     return None

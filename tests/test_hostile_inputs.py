@@ -208,7 +208,7 @@ CASES = [
     Case("protocol-unknown", [*EVAL, "{w}/clean.pt2", "--protocol", "mine"], 2, "--protocol", OUT),
     # evaluate: broken data
     Case("data-missing", ["evaluate", "--data", "{w}/nowhere", "--model", "{w}/clean.pt2", "--out", OUT],
-         1, "raw_latents.npy", OUT),
+         1, "nowhere: no such folder", OUT),
     *[Case(f"data-{name}", ["evaluate", "--data", f"{{w}}/bad/{name}", "--model", "{w}/clean.pt2",
                             "--out", OUT], 1, culprit, OUT)
       for name, culprit in (("empty-latents", "raw_latents.npy"), ("truncated-latents", "raw_latents.npy"),

@@ -328,6 +328,7 @@ def served_site(tmp_path):
     """The built page of the committed entries plus one of another protocol, on 127.0.0.1."""
     entries = tmp_path / "entries"
     shutil.copytree(ENTRIES_DIR, entries)
+    shutil.copytree(ENTRIES_DIR.parent / "verifiers", tmp_path / "verifiers")  # the verified rows' keys
     for entry_id, protocol in (("Doe2026Contrastive", "cl-ica-2021"),
                                ("Roe2026Contrastive", "ident3d-eval-v1")):
         write_entry(entry_from_result(result_of(0.8, 0.7, protocol=protocol), entry_id), entries)

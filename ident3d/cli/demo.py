@@ -118,12 +118,15 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
 
     from ident3d.leaderboard.build import build
     from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, write_entry
+    from ident3d.leaderboard.verification import keyring_folder
     from ident3d.results import Result
 
     entries = folder / "entries"
     entries.mkdir(parents=True, exist_ok=True)
     for committed in sorted(ENTRIES_DIR.glob("*.json")):
         shutil.copy(committed, entries / committed.name)
+    if keyring_folder(ENTRIES_DIR).is_dir():  # the keys that signed the verified rows, beside them
+        shutil.copytree(keyring_folder(ENTRIES_DIR), keyring_folder(entries), dirs_exist_ok=True)
     rows = [  # (id, result file, status, positives, loss, space)
         ("Demo2026Smoke", smoke_result, "public-split", "Normal (sigma 0.1)", "InfoNCE, L2", "box"),
         ("Demo2026Pixels", readouts["pixel-readout"], "self-reported", "none", "none (pixels)",
