@@ -1,6 +1,6 @@
 """``ident3d leaderboard compare``: where a result ranks in its (track, protocol) table, the rows
 around it (a compact table that fits 100 columns; ``wide``: every column), and per-latent
-differences to the nearest rows that report per-latent scores."""
+differences to rank 1 and to the row just above it (a seed group by its runs' mean)."""
 
 from __future__ import annotations
 
@@ -56,17 +56,16 @@ def report(entries: list[Row], candidate: Row, label: str, wide: bool = False) -
         elif low > 0:
             shown = compact_lines(table[:high], 1, candidate)
         lines += ["", *shown]
-    references = [e for e in table if e is not candidate and per_latent(e)]
-    if not references or not per_latent(candidate):
+    if rank == 1 or not per_latent(candidate):
         return "\n".join(lines)
-    above = [e for e in table[:rank - 1] if per_latent(e)]
-    compared = {"best": references[0]}
-    if above and above[-1] is not references[0]:
-        compared["above"] = above[-1]
-    against = " and ".join(f"{'next above' if k == 'above' else k} ({v['id']})" for k, v in compared.items())
+    compared = {"rank 1": table[0]}  # a seed group by its runs' mean per latent
+    if rank > 2:
+        compared["next above"] = table[rank - 2]
+    against = " and ".join(f"{k} ({v['id']})" for k, v in compared.items())
     lines += ["", fill(f"per-latent linear R² and MCC (%), and the difference to {against}", WIDTH), ""]
-    header = f"{'latent':<18}{'R²':>8}{'MCC':>8}" + "".join(f"{'Δ R² ' + k:>12}{'Δ MCC ' + k:>12}"
-                                                          for k in compared)
+    short = {"rank 1": "top", "next above": "above"}
+    header = f"{'latent':<18}{'R²':>8}{'MCC':>8}" + "".join(
+        f"{'Δ R² ' + short[k]:>12}{'Δ MCC ' + short[k]:>12}" for k in compared)
     lines.append(header)
     mine = per_latent(candidate)
     for factor, row in mine.items():

@@ -50,9 +50,20 @@ def fresh_draw(row: Row) -> Mapping[str, Any] | None:
     return (row.get("result") or {}).get("fresh") if signer(row) else None
 
 
+LATENT_KEYS = ("linear_r2", "mcc_pearson")  # the per-latent values the board shows
+
+
 def latent_scores(row: Row) -> list[Mapping[str, Any]] | None:
     """The per-latent values a row shows: a verified entry's from its fresh draw (the public split's
-    appear only as the gap), any other entry's from its result."""
+    appear only as the gap), any other entry's from its result, a seed group's as its runs' mean."""
+    if "runs" in row:
+        per_run = [latent_scores(run) for run in row["runs"]]
+        if not per_run or None in per_run:
+            return None
+        return [{"factor": cells[0]["factor"],
+                 **{k: None if any(c.get(k) is None for c in cells) else statistics.fmean(c[k] for c in cells)
+                    for k in LATENT_KEYS}}
+                for cells in zip(*per_run, strict=True)]
     draw = fresh_draw(row)
     if draw is not None:
         return draw["per_latent"]

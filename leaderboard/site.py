@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import statistics
 from importlib.resources import files
 
 from ident3d.leaderboard.companions import COLUMNS, companion_metrics
 from ident3d.leaderboard.legend import MEANINGS
 from ident3d.leaderboard.ranking import (
+    LATENT_KEYS,
     Row,
     archived_entries,
     claim_problem,
@@ -24,7 +24,6 @@ from ident3d.tracks import tracks
 
 PAGE_FIELDS = ("id", "name", "paper", "code", "authors", "positives", "loss", "model_space", "status",
                "footnote", "dataset", "protocol", "metrics", "metrics_std")
-LATENT_KEYS = ("linear_r2", "mcc_pearson")
 
 
 def page_row(row: Row) -> dict:
@@ -38,14 +37,7 @@ def page_row(row: Row) -> dict:
     shown["companions"] = companion_metrics(row)  # DCI, extrapolation and OOD, where the result has them
     if "runs" in row:
         shown["runs"] = [page_row(run) for run in row["runs"]]
-        latents = [run["per_latent"] for run in shown["runs"]]
-        shown["per_latent"] = None if None in latents else [
-            {"factor": cells[0]["factor"],
-             **{k: None if any(c[k] is None for c in cells) else statistics.fmean(c[k] for c in cells)
-                for k in LATENT_KEYS}}
-            for cells in zip(*latents, strict=True)]
-        return shown
-    latents = latent_scores(row)  # a verified row's from its fresh draw
+    latents = latent_scores(row)  # a verified row's from its fresh draw, a seed group's as its runs' mean
     shown["per_latent"] = ([{k: p.get(k) for k in ("factor", *LATENT_KEYS)} for p in latents]
                            if latents else None)
     return shown

@@ -632,13 +632,28 @@ def test_compare_shows_the_top_the_rows_around_and_per_latent_differences(tmp_pa
     rows = [line for line in wide.stdout.splitlines() if line.startswith("| ") and "`" in line]
     assert [r.split("|")[1].strip() for r in rows] == ["6", "7", "8", "9", "10"]
     words = " ".join(out.stdout.split())  # the prose lines wrap at 100 columns
-    assert "best (Doe2026Model_n0)" in words and "next above (Doe2026Model_n6)" in words
+    assert "rank 1 (Doe2026Model_n0)" in words and "next above (Doe2026Model_n6)" in words
     object_x = next(line for line in out.stdout.splitlines() if line.startswith("object_x"))
     assert object_x.split()[1:] == ["55.00", "55.00", "-44.00", "-44.00", "-5.00", "-5.00"]
     refused = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
                               "--entries", str(entries), "--track", "3dident-v2-64"],
                              capture_output=True, text=True)
     assert refused.returncode == 1 and "cannot enter the table of 3dident-v2-64@1" in refused.stderr
+
+
+def test_compare_differences_are_to_rank_1_and_the_row_above_even_a_seed_group(tmp_path):
+    from ident3d.leaderboard.compare import report
+
+    for i, value in enumerate((0.9, 0.8)):  # one method, two seeds: one row, its runs' mean per latent
+        write_entry(entry_from_result(result_of(value, value, sha=f"{i:02d}" * 32), f"Doe2026Group_s{i}",
+                                      status="public-split", seed_group="group"), tmp_path)
+    write_entry(entry_from_result(result_of(0.3, 0.3, sha="09" * 32), "Doe2026Low", status="public-split"),
+                tmp_path)
+    text = report(load_entries(tmp_path), entry_from_result(result_of(0.5, 0.5), "Candidate0000Result"), "m")
+    assert "would rank 2 of 3" in text and "rank 1 (group:group)" in " ".join(text.split())
+    assert "Doe2026Low" not in text.split("per-latent")[1]  # never a row ranked below it
+    object_x = next(line for line in text.splitlines() if line.startswith("object_x"))
+    assert object_x.split()[1:] == ["50.00", "50.00", "-35.00", "-35.00"]  # 0.5 against the mean 0.85
 
 
 @pytest.mark.slow
