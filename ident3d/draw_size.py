@@ -3,12 +3,12 @@
 A fresh draw scores each latent by the absolute Pearson correlation between the latent and the
 feature the public split's read-out matched to it. On few images that absolute value is biased
 upwards: a feature that carries nothing of its latent (true correlation 0) still scores about
-sqrt(2 / (pi n)), 40 points on 4 images. So a lookup table of the public split, which answers
-every unseen image with the latents of a public one, scored 76-81 % MCC on 4-image draws and 57 %
-on 2,000 images. This module measures, by simulating bivariate normal pairs, the bias and the 95%
-half-width of one latent's |r| against n, and chooses the smallest n of a fixed grid at which a
-latent the model cannot read gains at most ``NULL_BIAS_LIMIT`` of MCC by chance. The tracks'
-``fresh_min`` is that n (a test checks it); docs/submissions.md shows the table.
+sqrt(2 / (pi n)), so a lookup table of the public split, which answers every unseen image with the
+latents of a public one, looks on a few images like a model that reads them. This module measures,
+by simulating bivariate normal pairs, the bias and the 95% half-width of one latent's |r| against
+n, and chooses the smallest n of a fixed grid at which a latent the model cannot read gains at most
+``NULL_BIAS_LIMIT`` of MCC by chance. The tracks' ``fresh_min`` is that n (a test checks it);
+docs/submissions.md shows the table.
 """
 
 from __future__ import annotations

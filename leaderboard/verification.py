@@ -153,8 +153,9 @@ def read_keyring(keyring: Path) -> dict[str, str]:
     out = {}
     for path in sorted(Path(keyring).glob("*.json")):
         document = read_json(path, ResultError, "fix or remove this keyring file")
+        named = document.get("name") if isinstance(document, dict) else None
         key = document.get("ed25519") if isinstance(document, dict) else None
-        if document.get("name") != path.stem or not isinstance(key, str) or not KEY_NAME.fullmatch(path.stem):
+        if named != path.stem or not isinstance(key, str) or not KEY_NAME.fullmatch(path.stem):
             raise ResultError(f"{path}: a keyring file holds name (its file name) and ed25519 (a base64 "
                               "public key). Fix: correct or remove it.")
         out[path.stem] = key

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -284,18 +283,11 @@ def _refuse_small_draw(track: Track | None, fresh: int | None) -> None:
 
 def _refuse_known_model(board: list[Entry], checkpoint: Path, table: tuple[str, str],
                         replace: str | None) -> None:
-    from ident3d.errors import ResultError
-    from ident3d.readers import open_regular
+    from ident3d import atomic
+    from ident3d.submission_files import submission_kind
 
-    h = hashlib.sha256()
-    try:
-        with open_regular(checkpoint) as f:
-            while block := f.read(1 << 20):
-                h.update(block)
-    except OSError as error:
-        raise ResultError(f"--checkpoint {checkpoint}: cannot be read ({error.strerror or error}). Fix: pass "
-                          "the model file the result was made from.") from None
-    _refuse_known_sha(board, h.hexdigest(), table, replace, f"--checkpoint {checkpoint}")
+    submission_kind(checkpoint)  # a regular model file of a kind the evaluator reads, or one error line
+    _refuse_known_sha(board, atomic.sha256_file(checkpoint), table, replace, f"--checkpoint {checkpoint}")
 
 
 def _refuse_known_sha(board: list[Entry], sha256: str, table: tuple[str, str], replace: str | None,

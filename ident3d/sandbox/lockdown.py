@@ -167,7 +167,7 @@ def forbid_executable_memory() -> str:
     ``mprotect`` or ``pkey_mprotect`` with PROT_EXEC fail with EPERM), so a kernel bug a crafted
     graph reached on real images could not place code and run it. oneDNN writes its convolution
     kernels into such memory when it first meets a shape, which the warm-up did; refusing it from
-    the start would turn oneDNN off, 4.5 times slower for a ResNet18 at 64 px on 2 cores
+    the start would turn oneDNN off and leave convolutions to ATen's much slower kernels
     (docs/submissions.md). Returns "active" or why not."""
     try:
         import pyseccomp as seccomp

@@ -107,7 +107,8 @@ def _check_nodes(graph: dict[str, Any]) -> None:
         if name in operators.STRIPPED:
             continue
         where = f"{index} ({target[:60]})"
-        training = [i.get("arg", {}).get("as_bool") for i in node.get("inputs", []) if isinstance(i, dict)
+        training = [i["arg"].get("as_bool") if isinstance(i.get("arg"), dict) else None
+                    for i in node.get("inputs", []) if isinstance(i, dict)
                     and i.get("name") in operators.TRAINING_ARGUMENTS]
         if any(flag is not False for flag in training):
             raise ArchiveRefused(f"node {where} runs in training mode (random, or batch statistics written "
