@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ident3d import atomic
-from ident3d.baselines.experiment import ENTRY_SUFFIX, PROTOCOL_RESULTS, Experiment, ExperimentError, Run
+from ident3d.baselines.experiment import PROTOCOL_RESULTS, Experiment, ExperimentError, Run
 from ident3d.baselines.reproduction import load_runs, paired_spec, training_minutes
 from ident3d.manifest import read_manifest
 
@@ -65,7 +65,14 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
     the same run also scores a fresh draw of the run's track, the verifier signs what it measured,
     and the entry ``<id>-verified`` stands beside the run's public-split seed group (in no group: it
     is another status). A run already entered is skipped, so the step resumes."""
-    from ident3d.leaderboard.entries import entry_from_result, load_entries, rescore, same_model, write_entry
+    from ident3d.leaderboard.entries import (
+        entry_from_result,
+        entry_path,
+        load_entries,
+        rescore,
+        same_model,
+        write_entry,
+    )
     from ident3d.leaderboard.verification import Signer, keyring_folder, publish_key, record_for
     from ident3d.results import Result
 
@@ -80,10 +87,8 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
         data = experiment.data_root(out, spec.data)
         track = run["v1"]["dataset"].get("track", "custom data")
         for key, protocol in (("v1", "ident3d-eval-v1"), ("clica", "cl-ica-2021")):
-            entry_id = experiment.entry_id(spec, protocol)
-            if signer is not None:
-                entry_id = entry_id.replace(f"_{spec.folder}", f"_{spec.folder}-verified", 1)
-            if (entries / f"{entry_id}.json").exists():
+            entry_id = experiment.entry_id(spec) + ("-verified" if signer is not None else "")
+            if entry_path(entries, {"protocol": protocol, "id": entry_id}).exists():
                 continue
             checkpoint = run["folder"] / "encoder.pt2"
             scored = run["folder"] / PROTOCOL_RESULTS[protocol]
@@ -121,7 +126,7 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
     With ``refreshed``, each entry whose every metric matches is also written there around its fresh
     result (the companion sections of today's evaluator, this file's sha256), ready to replace the old."""
     from ident3d.errors import ResultError
-    from ident3d.leaderboard.entries import Entry, rescore_entry, write_entry
+    from ident3d.leaderboard.entries import Entry, entry_path, rescore_entry, write_entry
     from ident3d.readers import read_json
 
     lines = ["| entry | checkpoint sha256 | re-scored | verdict |", "|---|---|---|---|"]
@@ -129,9 +134,9 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
         checkpoint = Path(out) / "runs" / spec.folder / "encoder.pt2"
         if not checkpoint.exists():
             continue
-        for protocol in ENTRY_SUFFIX:
-            entry_id = experiment.entry_id(spec, protocol)
-            path = entries / f"{entry_id}.json"
+        for protocol in PROTOCOL_RESULTS:
+            entry_id = f"{protocol}/{experiment.entry_id(spec)}"
+            path = entry_path(entries, {"protocol": protocol, "id": experiment.entry_id(spec)})
             if not path.exists():
                 lines.append(f"| {entry_id} | – | – | no entry (add it with --add-entries) |")
                 continue

@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from ident3d.baselines.experiment import ENTRY_SUFFIX, Run, load_experiment
+from ident3d.baselines.experiment import PROTOCOL_RESULTS, Run, load_experiment
 from ident3d.baselines.relations import EXPERIMENT
 
 COLUMNS = (("cl-ica-2021", "linear_r2", "R² (cl-ica-2021)"),
@@ -31,11 +31,11 @@ def grouped(entries: list[Mapping[str, Any]]) -> dict[str, list[tuple[Run, dict[
     """Per seed group of the experiment, in its order: each run that has entries, with its entry per
     protocol."""
     experiment = load_experiment(EXPERIMENT)
-    by_id = {entry["id"]: entry for entry in entries}
+    by_key = {(entry["protocol"], entry["id"]): entry for entry in entries}
     groups: dict[str, list[tuple[Run, dict[str, Mapping[str, Any]]]]] = {}
     for run in experiment.runs:
-        found = {entry["protocol"]: entry for entry in (by_id.get(experiment.entry_id(run, protocol))
-                                                        for protocol in ENTRY_SUFFIX) if entry}
+        found = {protocol: by_key[protocol, experiment.entry_id(run)] for protocol in PROTOCOL_RESULTS
+                 if (protocol, experiment.entry_id(run)) in by_key}
         if found:
             groups.setdefault(run.group, []).append((run, found))
     return groups
@@ -78,7 +78,7 @@ def renders_lines(groups: Mapping[str, list]) -> list[str]:
         for _, found in runs:
             for entry in found.values():
                 key = (entry["dataset"], entry["result"]["dataset"].get("manifest_sha256") or "unrecorded")
-                renders.setdefault(key, {}).setdefault(group, set()).add(entry["id"])
+                renders.setdefault(key, {}).setdefault(group, set()).add((entry["protocol"], entry["id"]))
     lines = ["", "The test-split render each entry was scored on (`result.dataset.manifest_sha256`; renders "
              "of a track made on different machines pass its verification but can differ in bytes, and a run "
              "trained on such a machine used its render of the training split as well):", ""]

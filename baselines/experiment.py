@@ -41,7 +41,6 @@ from ident3d.errors import Ident3dError
 from ident3d.tracks import get_track
 
 PROTOCOL_RESULTS = {"cl-ica-2021": "result-cl-ica-2021.json", "ident3d-eval-v1": "result.json"}
-ENTRY_SUFFIX = {"ident3d-eval-v1": "", "cl-ica-2021": "-clica"}  # of the committed entry ids, per protocol
 RUN_RECORD = "experiment.json"
 
 
@@ -90,10 +89,10 @@ class Experiment:
     def data_root(self, out: Path, name: str) -> Path:
         return Path(out) / "data" / name
 
-    def entry_id(self, run: Run, protocol: str) -> str:
-        """The id of ``run``'s entry under ``protocol``: made here, never parsed (the entry's own
-        ``protocol`` field says what it was scored under)."""
-        return f"{self.entry_prefix}_{run.folder}{ENTRY_SUFFIX[protocol]}"
+    def entry_id(self, run: Run) -> str:
+        """The id of ``run``'s entries, one per protocol (``leaderboard/entries/<protocol>/<id>.json``):
+        made here, never parsed."""
+        return f"{self.entry_prefix}_{run.folder}"
 
     def data_ready(self, out: Path, name: str, train: bool = True) -> Path:
         """The marker ``prepare_data`` writes last, beside the data set (not in it): rendered and packed

@@ -153,7 +153,7 @@ def arm_name(run: Run) -> str:
 def track_runs(entries: list[dict], data: tuple[str, ...] = (DATA,)) -> list[tuple[str, dict]]:
     """(arm, entry) of every run of the experiment on ``data`` scored on the track under PROTOCOL."""
     experiment = load_experiment(EXPERIMENT)
-    runs = {experiment.entry_id(run, PROTOCOL): run for run in experiment.runs if run.data in data}
+    runs = {experiment.entry_id(run): run for run in experiment.runs if run.data in data}
     return [(arm_name(runs[entry["id"]]), entry) for entry in entries
             if entry["id"] in runs and entry["dataset"] == TRACK and entry["protocol"] == PROTOCOL]
 

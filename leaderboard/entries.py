@@ -1,7 +1,10 @@
-"""Leaderboard entries: one JSON file per model in ``leaderboard/entries/<ID>.json``.
+"""Leaderboard entries: one JSON file per model and scoring protocol, in
+``leaderboard/entries/<protocol>/<ID>.json``.
 
-An entry is the evaluator's result plus metadata, checked against the versioned schema shipped
-in ``leaderboard/schemas/entry-v1.json``. Errors name the file and the field.
+The protocol is a key, not part of a name: one model scored under two protocols is one ID in two
+protocol folders, and an ID is unique within its protocol's folder. An entry is the evaluator's result
+plus metadata, checked against the versioned schema shipped in ``leaderboard/schemas/entry-v1.json``.
+Errors name the file and the field.
 """
 
 from __future__ import annotations
@@ -57,6 +60,19 @@ class Entry(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self.document)
+
+    @property
+    def key(self) -> str:
+        """``<protocol>/<ID>``: what names the entry across protocols (its path under the entries folder)."""
+        return entry_key(self.document)
+
+
+def entry_key(entry: Mapping[str, Any]) -> str:
+    return f"{entry['protocol']}/{entry['id']}"
+
+
+def entry_path(directory: Path, entry: Mapping[str, Any]) -> Path:
+    return Path(directory) / entry["protocol"] / f"{entry['id']}.json"
 
 
 def validate_entry(entry: Any, source: str, result_checked: bool = False) -> dict[str, Any]:
@@ -116,20 +132,42 @@ def fresh_problem(entry: Mapping[str, Any]) -> str | None:
 
 
 def load_entries(directory: Path = ENTRIES_DIR, keyring: Path | None = None) -> list[Entry]:
-    """Every entry of ``directory``, parsed once (validated), sorted by ID; an entry's ID must be its
-    file name. Each entry that says "verified" carries its ``proof``: the ``keyring`` key (default:
-    ``verifiers/`` beside ``directory``) that signed its record, or why the claim fails."""
+    """Every entry of ``directory`` (``<protocol>/<ID>.json``), parsed once (validated), sorted by
+    protocol and ID; an entry's protocol must be its folder's name and its ID the file's. Each entry
+    that says "verified" carries its ``proof``: the ``keyring`` key (default: ``verifiers/`` beside
+    ``directory``) that signed its record, or why the claim fails."""
+    directory = Path(directory)
+    stray = sorted(directory.glob("*.json"))
+    if stray:
+        raise ResultError(f"{stray[0]}: an entry file directly in {directory}; entries live in "
+                          f"{directory}/<protocol>/<ID>.json, one folder per scoring protocol. Fix: move it "
+                          "into the folder named by its protocol field.")
     entries = []
-    for path in sorted(Path(directory).glob("*.json")):
+    for path in sorted(directory.glob("*/*.json"), key=lambda p: (p.parent.name, p.stem)):
         entry = Entry.parse(read_json(path, ResultError, "fix or remove this entry file"), str(path))
-        if entry["id"] != path.stem:
-            raise ResultError(f"{path}: field id: {entry['id']!r} must equal the file name "
-                              f"{path.stem!r}. Fix: rename the file or the id.")
+        for field_name, expected, where in (("protocol", path.parent.name, "folder"),
+                                            ("id", path.stem, "file")):
+            if entry[field_name] != expected:
+                raise ResultError(f"{path}: field {field_name}: {entry[field_name]!r} must equal the {where} "
+                                  f"name {expected!r}. Fix: move the file or correct the field.")
         entries.append(entry)
     proofs = prove(entries, keyring_folder(directory) if keyring is None else keyring)
-    for entry in entries:
-        object.__setattr__(entry, "proof", proofs.get(entry["id"]))
+    for entry, proof in zip(entries, proofs, strict=True):
+        object.__setattr__(entry, "proof", proof)
     return entries
+
+
+def find_entry(entries: list[Entry], name: str, where: Path | str) -> Entry:
+    """The entry ``name`` names: ``<protocol>/<ID>``, or an ID that only one protocol's folder holds."""
+    matches = [e for e in entries if name in (e.key, e["id"])]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise ResultError(f"{where}: entry {name!r} exists under {len(matches)} protocols "
+                          f"({', '.join(e['protocol'] for e in matches)}). Fix: name one as PROTOCOL/ID, "
+                          f"e.g. {matches[0].key}.")
+    raise ResultError(f"{where}: no entry {name!r} ({len(entries)} entries). Fix: pass an id listed in "
+                      "LEADERBOARD.md, or PROTOCOL/ID as `ls leaderboard/entries/*` shows them.")
 
 
 def track_of(result: dict[str, Any]) -> str:
@@ -308,15 +346,16 @@ def same_model(entries: list[Entry], sha256: str, table: tuple[str, str]) -> lis
 
 
 def write_entry(entry: Entry, directory: Path, replace: str | None = None) -> Path:
-    """Write a new entry (as validated when it was made); an existing ID is refused, never
-    overwritten, unless it is ``replace``, the entry the caller asked to replace (removed once the
-    new one is written)."""
+    """Write a new entry (as validated when it was made) to ``directory/<protocol>/<ID>.json``; an
+    existing ID of that protocol is refused, never overwritten, unless it is ``replace``, the entry of
+    the same protocol the caller asked to replace (removed once the new one is written)."""
     entry = entry.document
-    path = Path(directory) / f"{entry['id']}.json"
+    path = entry_path(directory, entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
     if replace is not None and (replace == entry["id"] or not path.exists()):
         atomic.write_json(path, entry)
         if replace != entry["id"]:
-            (Path(directory) / f"{replace}.json").unlink(missing_ok=True)
+            entry_path(directory, {**entry, "id": replace}).unlink(missing_ok=True)
         return path
     if path.exists():
         raise ResultError(f"field id: {entry['id']!r} already exists at {path}. Fix: choose another "

@@ -198,12 +198,15 @@ class Proof:
     problem: str | None = None
 
 
-def prove(entries: list[Mapping[str, Any]], keyring: Path) -> dict[str, Proof]:
-    """Each entry that says "verified": who signed it, or why it is an unverified claim."""
+def prove(entries: list[Mapping[str, Any]], keyring: Path) -> list[Proof | None]:
+    """For each entry, in order: who signed it, or why its "verified" is an unverified claim; None for
+    an entry that does not say verified."""
     keys = read_keyring(keyring) if Path(keyring).is_dir() else {}
-    out = {}
+    out: list[Proof | None] = []
     for entry in entries:
-        if entry["status"] == "verified":
-            problem = verification_problem(entry, keys)
-            out[entry["id"]] = Proof(None if problem else entry["verification"]["key"], problem)
+        if entry["status"] != "verified":
+            out.append(None)
+            continue
+        problem = verification_problem(entry, keys)
+        out.append(Proof(None if problem else entry["verification"]["key"], problem))
     return out

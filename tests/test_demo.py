@@ -26,7 +26,7 @@ def test_demo_runs_end_to_end_and_resumes(tmp_path):
     assert smoke["protocol"] == "ident3d-eval-v1" and smoke["model"]["file"] == "encoder.pt2"
     board = (tmp_path / "leaderboard/LEADERBOARD.md").read_text()
     assert "Demo2026Smoke" in board and "Zimmermann2021Contrastive_normal-box" in board
-    entry = json.loads((tmp_path / "leaderboard/entries/Demo2026Smoke.json").read_text())
+    entry = json.loads((tmp_path / "leaderboard/entries/ident3d-eval-v1/Demo2026Smoke.json").read_text())
     assert entry["status"] == "public-split" and entry["checkpoint_sha256"] == smoke["model"]["sha256"]
     assert (tmp_path / "leaderboard/site/index.html").stat().st_size > 5000
     for variant in ("v2", "legacy"):

@@ -82,14 +82,14 @@ def test_a_tiny_experiment_runs_scores_reports_and_resumes(tmp_path, capsys):
 def test_the_cpu_track_file_names_every_committed_entry():
     experiment = load_experiment("baselines/cpu_track.toml")
     folders = {run.folder for run in experiment.runs}
-    committed = {e["id"].removeprefix("Ident2026CpuTrack_").removesuffix("-clica").removesuffix("-verified")
+    committed = {e["id"].removeprefix("Ident2026CpuTrack_").removesuffix("-verified")
                  for e in load_entries(ENTRIES_DIR) if e["id"].startswith("Ident2026CpuTrack_")}
     assert committed <= folders  # runs not made yet have no entry (docs/cpu-track.md shows them unmeasured)
     assert "v2-normal-box-s0" in committed
     groups = {run.folder: run.group for run in experiment.runs}
     for entry in load_entries(ENTRIES_DIR):
         if entry["id"].startswith("Ident2026CpuTrack_") and entry.get("seed_group"):
-            folder = entry["id"].removeprefix("Ident2026CpuTrack_").removesuffix("-clica")
+            folder = entry["id"].removeprefix("Ident2026CpuTrack_")
             assert groups[folder] == entry["seed_group"]
 
 

@@ -138,14 +138,15 @@ def test_the_experiment_driver_verifies_a_run_as_one_resumable_step(cpu_track_da
     argv = [str(tmp_path / "pixels.toml"), str(out), "--add-entries", "--verify", "driver",
             "--entries", str(entries)]
     assert main(argv) == 0
-    board = {e["id"]: e for e in load_entries(entries)}
-    assert sorted(board) == ["Test2026Driver_v2-pixels-verified", "Test2026Driver_v2-pixels-verified-clica"]
+    board = {e.key: e for e in load_entries(entries)}
+    assert sorted(board) == ["cl-ica-2021/Test2026Driver_v2-pixels-verified",
+                             "ident3d-eval-v1/Test2026Driver_v2-pixels-verified"]
     assert {signer(e) for e in board.values()} == {"driver"}
     assert not any(e.get("seed_group") for e in board.values())  # another status than the seed group's
     assert {e["result"]["fresh"]["n"] for e in board.values()} == {2000}
     assert (entries.parent / "verifiers" / "driver.json").is_file()
-    stamps = {p.name: p.stat().st_mtime_ns for p in entries.iterdir()}
+    stamps = {p.name: p.stat().st_mtime_ns for p in entries.rglob("*.json")}
     assert main(argv) == 0  # resumes: nothing left to do
-    assert stamps == {p.name: p.stat().st_mtime_ns for p in entries.iterdir()}
+    assert stamps == {p.name: p.stat().st_mtime_ns for p in entries.rglob("*.json")}
     assert load_experiment(tmp_path / "pixels.toml").runs[0].folder == "v2-pixels"
 

@@ -141,8 +141,8 @@ def world(tmp_path_factory) -> Path:
 
     evaluate(clean, w / "data", progress=False).save(results / "clean.json")
     entries = w / "entries"
-    entries.mkdir()
-    (entries / "Bad2026Entry.json").write_text('{"id": "Bad2026Entry"}')
+    (entries / "ident3d-eval-v1").mkdir(parents=True)
+    (entries / "ident3d-eval-v1" / "Bad2026Entry.json").write_text('{"id": "Bad2026Entry"}')
     servers = {kind: FakeZenodo({"3dident_test.tar": tar_with(kind)}) for kind in TAR_KINDS}
     (w / "urls.json").write_text(json.dumps({kind: server.url for kind, server in servers.items()}))
     yield w

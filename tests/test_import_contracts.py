@@ -161,7 +161,8 @@ def test_the_wheel_installs_one_import_name(tmp_path):
     generated = ("ident3d/leaderboard/site/", "ident3d/baselines/synthetic/results/",
                  "ident3d/baselines/curves/")
     assert not [n for n in names if n.startswith(generated)]  # generated artefacts stay in the repository
-    assert "ident3d/leaderboard/entries/Ident2026CpuTrack_v2-pixels.json" in names  # the commands read these
+    # the commands read these
+    assert "ident3d/leaderboard/entries/ident3d-eval-v1/Ident2026CpuTrack_v2-pixels.json" in names
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
     modules = module_names([n for n in names if n.endswith(".py")])
     paths, job = import_every_module(modules, cwd=tmp_path, pythonpath=tmp_path / "site").rsplit(" ", 1)

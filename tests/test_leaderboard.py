@@ -31,7 +31,7 @@ from ident3d.leaderboard.ranking import ranked_tables, table_of
 from ident3d.results import Result
 from ident3d.variants import get_variant
 
-PAPER = ENTRIES_DIR / "Zimmermann2021Contrastive_normal-box.json"
+PAPER = ENTRIES_DIR / "cl-ica-2021" / "Zimmermann2021Contrastive_normal-box.json"
 
 
 def paper_entry():
@@ -135,8 +135,18 @@ def test_entries_from_results_are_validated_and_duplicates_refused(tmp_path):
     bad["per_latent"][3]["mcc_pearson"] = -0.5
     with pytest.raises(ResultError, match="per_latent/3/mcc_pearson"):
         entry_from_result(Result.parse(bad), "Doe2026Contrastive_bad")
-    (tmp_path / "Other2026Name.json").write_text(json.dumps(entry.document))
+    folder = tmp_path / entry["protocol"]
+    folder.mkdir(exist_ok=True)
+    (folder / "Other2026Name.json").write_text(json.dumps(entry.document))
     with pytest.raises(ResultError, match="must equal the file name"):
+        load_entries(tmp_path)
+    (folder / "Other2026Name.json").rename(tmp_path / "Other2026Name.json")  # no protocol folder
+    with pytest.raises(ResultError, match="one folder per scoring protocol"):
+        load_entries(tmp_path)
+    other = tmp_path / "cl-ica-2021"
+    other.mkdir()
+    (tmp_path / "Other2026Name.json").rename(other / f"{entry['id']}.json")  # another protocol's folder
+    with pytest.raises(ResultError, match="field protocol: 'ident3d-eval-v1' must equal the folder name"):
         load_entries(tmp_path)
 
 
@@ -183,7 +193,8 @@ def test_seed_groups_rank_as_one_row_with_mean_and_sample_sd(tmp_path):
     newcomer = entry_from_result(result_of(0.9, 0.66), "New2026One")
     assert "would rank 2 of 3" in report(entries, newcomer, "r")
 
-    odd = json.loads((tmp_path / "Roe2026Single.json").read_text())  # a group must be one method
+    # a group must be one method
+    odd = json.loads((tmp_path / "ident3d-eval-v1" / "Roe2026Single.json").read_text())
     odd.update(id="Roe2026Single_s1", seed_group="doe-seeds", loss="MSE")
     write_entry(Entry.parse(odd, "odd"), tmp_path)
     with pytest.raises(ResultError, match="seed_group 'doe-seeds' joins entries that differ in loss"):
@@ -242,15 +253,16 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
 
     added = add("good.json", "Doe2026Flat")
     assert added.returncode == 0 and "no fresh draw" in added.stdout, added.stderr  # custom data
-    entry = json.loads((entries / "Doe2026Flat.json").read_text())
+    flat = entries / result["protocol"] / "Doe2026Flat.json"
+    entry = json.loads(flat.read_text())
     assert entry["status"] == "public-split" and entry["checkpoint_sha256"] == result["model"]["sha256"]
     again = add("good.json", "Doe2026FlatAgain")  # one model file, one entry per table
     assert again.returncode == 1 and "already entry Doe2026Flat" in again.stderr
     assert "--replace" in again.stderr
-    assert sorted(p.name for p in entries.iterdir()) == ["Doe2026Flat.json"]
+    assert sorted(p.name for p in flat.parent.iterdir()) == ["Doe2026Flat.json"]
     refused = add("inflated.json", "Doe2026Inflated", "--replace", "Doe2026Flat")
     assert refused.returncode == 1 and "metrics/linear_r2" in refused.stderr
-    assert sorted(p.name for p in entries.iterdir()) == ["Doe2026Flat.json"]  # the old entry stays
+    assert sorted(p.name for p in flat.parent.iterdir()) == ["Doe2026Flat.json"]  # the old entry stays
     factor = result["per_latent"][3]["factor"]
     refused = add("one-latent.json", "Doe2026OneLatent", "--replace", "Doe2026Flat")
     assert refused.returncode == 1 and f"per_latent/{factor}/mcc_pearson" in refused.stderr
@@ -295,31 +307,31 @@ def test_add_with_a_checkpoint_rescores_it_and_refuses_numbers_it_cannot_reprodu
 def test_compare_prints_the_rank_without_writing(tmp_path):
     result = tmp_path / "result.json"
     result.write_text(json.dumps(fake_result(0.9, 0.99, protocol="cl-ica-2021")))
-    before = sorted(p.name for p in ENTRIES_DIR.iterdir())
+    before = sorted(p.name for p in ENTRIES_DIR.rglob("*"))
     out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
                           "--track", "3dident-published"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert ("would rank 2 of 8 in 3dident-published@1 · cl-ica-2021 (ranked by MCC, then linear R²)"
             in " ".join(out.stdout.split()))
-    assert sorted(p.name for p in ENTRIES_DIR.iterdir()) == before
+    assert sorted(p.name for p in ENTRIES_DIR.rglob("*")) == before
 
 
 @pytest.mark.slow
 def test_add_and_build_write_only_into_the_clone_they_run_in(tmp_path):
     result = tmp_path / "result.json"
     result.write_text(json.dumps(fake_result(0.9, 0.9)))
-    before = sorted(p.name for p in ENTRIES_DIR.iterdir())
+    before = sorted(p.name for p in ENTRIES_DIR.rglob("*"))
     for argv in (["add", str(result), "--id", "Doe2026Elsewhere"], ["build"]):
         out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", *argv], cwd=tmp_path,
                              capture_output=True, text=True)
         assert out.returncode == 1 and "no leaderboard here" in out.stderr, out.stderr
-    assert sorted(p.name for p in ENTRIES_DIR.iterdir()) == before
+    assert sorted(p.name for p in ENTRIES_DIR.rglob("*")) == before
     (tmp_path / "leaderboard/entries").mkdir(parents=True)  # a clone: writes land in it
     for argv in (["add", str(result), "--id", "Doe2026Elsewhere"], ["build"]):
         out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", *argv], cwd=tmp_path,
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
-    assert (tmp_path / "leaderboard/entries/Doe2026Elsewhere.json").exists()
+    assert (tmp_path / "leaderboard/entries/ident3d-eval-v1/Doe2026Elsewhere.json").exists()
     assert (tmp_path / "LEADERBOARD.md").exists() and (tmp_path / "leaderboard/site/index.html").exists()
 
 
@@ -710,12 +722,12 @@ def test_the_page_sorts_style_r2_lowest_first_and_content_r2_highest_first(tmp_p
     from ident3d.leaderboard.build import build
 
     entries = tmp_path / "entries"
-    entries.mkdir()
+    (entries / "ident3d-eval-v1").mkdir(parents=True)
     committed = [e for e in load_entries(ENTRIES_DIR)
                  if e["dataset"] == "3dident-v2-64-cs@1" and e["protocol"] == "ident3d-eval-v1"]
     assert len(committed) == 2
     for entry in committed:
-        shutil.copy(ENTRIES_DIR / f"{entry['id']}.json", entries)
+        shutil.copy(ENTRIES_DIR / f"{entry.key}.json", entries / "ident3d-eval-v1")
     by_style = sorted(committed, key=lambda e: e["result"]["blocks"]["style_linear_r2"])
     by_content = sorted(committed, key=lambda e: -e["result"]["blocks"]["content_kernel_r2"])
     build(entries, tmp_path / "LEADERBOARD.md", tmp_path / "index.html")
@@ -778,9 +790,10 @@ def test_an_archived_entry_is_listed_with_its_reason_and_ranked_nowhere(tmp_path
 
     for entry_id, value in (("Doe2026Kept", 0.6), ("Old2025Superseded", 0.9)):
         write_entry(entry_from_result(result_of(value, value), entry_id), tmp_path)
-    old = json.loads((tmp_path / "Old2025Superseded.json").read_text())
+    old_path = tmp_path / "ident3d-eval-v1" / "Old2025Superseded.json"
+    old = json.loads(old_path.read_text())
     old["archived"] = "superseded by Doe2026Kept; no model file"
-    (tmp_path / "Old2025Superseded.json").write_text(json.dumps(old))
+    old_path.write_text(json.dumps(old))
     entries = load_entries(tmp_path)
     [table] = ranked_tables(entries).values()
     assert [row["id"] for row in table] == ["Doe2026Kept"]  # the better score does not rank

@@ -27,7 +27,7 @@ def without_companions(entries):
 
 
 def test_the_re_scored_pixel_entry_carries_its_companions(committed_entries):
-    pixels = next(e for e in committed_entries if e["id"] == "Ident2026CpuTrack_v2-pixels")
+    pixels = next(e for e in committed_entries if e.key == "ident3d-eval-v1/Ident2026CpuTrack_v2-pixels")
     assert pixels["result"]["dci"]["protocol"] == "ident3d-dci"
     assert pixels["result"]["extrapolation"]["protocol"] == "ident3d-extrapolation"
 
@@ -39,8 +39,8 @@ def test_companion_columns_appear_where_a_row_has_them(committed_entries):
     runs = [e for e in entries
             if e.get("seed_group") == "v2-normal-box" and e["protocol"] == "ident3d-eval-v1"]
     assert len(runs) == 3
-    changed = {e["id"]: with_companions(e, 0.2 + 0.1 * i, 0.6) for i, e in enumerate(runs)}
-    after = render_markdown([changed.get(e["id"], e) for e in entries])
+    changed = {e.key: with_companions(e, 0.2 + 0.1 * i, 0.6) for i, e in enumerate(runs)}
+    after = render_markdown([changed.get(e.key, e) for e in entries])
     table = after.split("· ident3d-eval-v1")[1].split("\n## ")[0]
     assert "| D (%) | C (%) | I (%) | extrapolation R² (%) |" in table
     group = next(line for line in table.splitlines() if f"`{runs[0]['id']}`" in line)  # normal-box's row

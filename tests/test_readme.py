@@ -126,11 +126,12 @@ def test_every_readme_command_runs(tmp_path, monkeypatch, cpu_track_data):
     assert verbs >= {"render", "traverse", "download", "verify", "pack", "evaluate", "train", "leaderboard"}
     assert verbs >= {"publish", "export", "import"}
     assert sum("\n" in block for block in ran) == 5  # the python blocks (a bash line has no newline)
-    assert "ident3d leaderboard rescore Ident2026CpuTrack_v2-pixels" in " ".join(ran)  # re-scored identically
+    # re-scored identically
+    assert "ident3d leaderboard rescore ident3d-eval-v1/Ident2026CpuTrack_v2-pixels" in " ".join(ran)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert_valid_croissant(tmp_path / "bundles/cpu-track")
     assert json.loads((tmp_path / "result.json").read_text())["model"]["name"] == "MyModel"
-    assert (tmp_path / "entries/Doe2026Contrastive_smoke.json").exists()
+    assert (tmp_path / "entries/ident3d-eval-v1/Doe2026Contrastive_smoke.json").exists()
     assert (tmp_path / "site/index.html").exists() and (tmp_path / "traversal-v2.png").exists()
 
 

@@ -84,7 +84,7 @@ def test_the_learning_rate_reading_gives_each_seeds_angle_and_flags_different_re
         run = next(run for run in experiment.runs if run.folder == folder)
         latents = [{"factor": "object_x", "linear_r2": 0.9},
                    {"factor": "spotlight_angle", "linear_r2": angle}]
-        return {"id": experiment.entry_id(run, PROTOCOL), "dataset": TRACK, "protocol": PROTOCOL,
+        return {"id": experiment.entry_id(run), "dataset": TRACK, "protocol": PROTOCOL,
                 "result": {"per_latent": latents, "dataset": {"manifest_sha256": render * 64}}}
 
     same = [entry(f"v2-normal-box-original-lr1e-4-s{seed}", angle, "a")

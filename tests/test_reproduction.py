@@ -134,46 +134,48 @@ def test_entries_are_rescored_and_verified(tmp_path):
     entries = tmp_path / "entries"
     entries.mkdir()
     written = add_entries(experiment, out, entries)
-    assert sorted(p.name for p in written) == ["Ident2026CpuTrack_v2-pixels-clica.json",
-                                               "Ident2026CpuTrack_v2-pixels.json"]
-    loaded = {e["id"]: e for e in load_entries(entries)}
-    entry = loaded["Ident2026CpuTrack_v2-pixels"]
+    assert sorted(str(p.relative_to(entries)) for p in written) == [
+        "cl-ica-2021/Ident2026CpuTrack_v2-pixels.json", "ident3d-eval-v1/Ident2026CpuTrack_v2-pixels.json"]
+    loaded = {e.key: e for e in load_entries(entries)}
+    entry = loaded["ident3d-eval-v1/Ident2026CpuTrack_v2-pixels"]
     assert entry["status"] == "public-split" and entry["model_space"] == "pixels"
     assert entry["checkpoint_sha256"] == json.loads((run / "result.json").read_text())["model"]["sha256"]
-    assert loaded["Ident2026CpuTrack_v2-pixels-clica"]["protocol"] == "cl-ica-2021"
+    assert loaded["cl-ica-2021/Ident2026CpuTrack_v2-pixels"]["protocol"] == "cl-ica-2021"
     assert add_entries(experiment, out, entries) == []  # a second run adds nothing and overwrites nothing
     # the check re-scores each checkpoint against its entry, and names what no longer matches
     table = check_entries(experiment, out, entries)
     assert table.count("| matches |") == 2 and "DIFFER" not in table
-    entry_path = entries / "Ident2026CpuTrack_v2-pixels.json"
+    entry_path = entries / "ident3d-eval-v1/Ident2026CpuTrack_v2-pixels.json"
     tampered = json.loads(entry_path.read_text())  # a valid entry that claims more than the file scores
     tampered["metrics"]["linear_r2"] += 0.01
     tampered["result"]["metrics"]["linear_r2"] = tampered["metrics"]["linear_r2"]
     entry_path.write_text(json.dumps(tampered))
-    clica_path = entries / "Ident2026CpuTrack_v2-pixels-clica.json"
+    clica_path = entries / "cl-ica-2021/Ident2026CpuTrack_v2-pixels.json"
     other = json.loads(clica_path.read_text())
     other["checkpoint_sha256"] = other["result"]["model"]["sha256"] = "0" * 64  # made from another export
     clica_path.write_text(json.dumps(other))
     lines = {line.split(" | ")[0].strip("| "): line
              for line in check_entries(experiment, out, entries).splitlines()}
     assert "| same | field metrics/linear_r2: entry Ident2026CpuTrack_v2-pixels says" in lines[
-        "Ident2026CpuTrack_v2-pixels"]
-    assert lines["Ident2026CpuTrack_v2-pixels"].endswith("| DIFFERS |")
+        "ident3d-eval-v1/Ident2026CpuTrack_v2-pixels"]
+    assert lines["ident3d-eval-v1/Ident2026CpuTrack_v2-pixels"].endswith("| DIFFERS |")
     # other bytes with every score equal: a run trained again (its export is not byte for byte)
-    assert "| DIFFERENT | every metric matches |" in lines["Ident2026CpuTrack_v2-pixels-clica"]
-    assert lines["Ident2026CpuTrack_v2-pixels-clica"].endswith(
+    assert "| DIFFERENT | every metric matches |" in lines["cl-ica-2021/Ident2026CpuTrack_v2-pixels"]
+    assert lines["cl-ica-2021/Ident2026CpuTrack_v2-pixels"].endswith(
         "| same scores from other bytes (trained again) |")
     refreshed = tmp_path / "refreshed"
     refreshed.mkdir()
     check_entries(experiment, out, entries, refreshed)  # only entries whose every metric matches
-    assert [p.name for p in refreshed.iterdir()] == ["Ident2026CpuTrack_v2-pixels-clica.json"]
-    renewed = json.loads((refreshed / "Ident2026CpuTrack_v2-pixels-clica.json").read_text())
+    assert [str(p.relative_to(refreshed)) for p in refreshed.rglob("*.json")] == [
+        "cl-ica-2021/Ident2026CpuTrack_v2-pixels.json"]
+    renewed = json.loads((refreshed / "cl-ica-2021/Ident2026CpuTrack_v2-pixels.json").read_text())
     assert renewed["checkpoint_sha256"] == atomic.sha256_file(run / "encoder.pt2")
     assert renewed["metrics"] == other["metrics"] and renewed["name"] == other["name"]
     with pytest.raises(ResultError, match="already exists"):  # never over a file already there
         check_entries(experiment, out, entries, refreshed)
     entry_path.write_text("[1, 2]")  # JSON, but no entry: a row that names it, not a traceback
-    assert "is not of type 'object'" in check_entries(experiment, out, entries).split("_v2-pixels |")[1]
+    assert "is not of type 'object'" in check_entries(experiment, out, entries).split(
+        "ident3d-eval-v1/Ident2026CpuTrack_v2-pixels |")[1]
 
 
 def test_an_entry_says_what_its_rendered_pairs_were(tmp_path):

@@ -84,13 +84,13 @@ def test_a_hand_written_verified_entry_is_an_unverified_claim_and_fails_the_chec
     build(board["entries"], root / "LEADERBOARD.md", root / "leaderboard" / "site" / "index.html")
     check = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "build", "--check",
                             "--entries", str(board["entries"])], capture_output=True, text=True, cwd=root)
-    assert check.returncode == 1 and "error: Mallory2026Claim: says verified" in check.stderr
-    assert "verified: Alice2026Signed, signed by key 'alice'" in check.stdout  # a visible signer
+    assert check.returncode == 1 and "error: ident3d-eval-v1/Mallory2026Claim: says verified" in check.stderr
+    assert "verified: ident3d-eval-v1/Alice2026Signed, signed by key 'alice'" in check.stdout
 
 
 @pytest.mark.parametrize("tamper", ["fresh-score", "entry-id", "key-unknown", "signature", "checkpoint"])
 def test_a_signed_entry_changed_after_signing_is_a_claim(board, tamper):
-    path = board["entries"] / "Alice2026Signed.json"
+    path = board["entries"] / "ident3d-eval-v1" / "Alice2026Signed.json"
     document = json.loads(path.read_text())
     if tamper == "fresh-score":
         document["result"]["fresh"]["metrics"]["mcc_pearson"] = 0.99
@@ -164,7 +164,7 @@ def test_one_model_file_has_one_entry_per_table(board):
                                "Bob2026Again", "--replace", "Bob2026Public", "--entries",
                                str(board["entries"])], capture_output=True, text=True)
     assert replaced.returncode == 0, replaced.stderr
-    names = sorted(p.stem for p in board["entries"].iterdir())
+    names = sorted(p.stem for p in (board["entries"] / "ident3d-eval-v1").iterdir())
     assert names == ["Alice2026Signed", "Bob2026Again", "Mallory2026Claim"]
 
 
@@ -200,14 +200,14 @@ def test_the_gap_sentence_follows_its_interval_both_ways(low, high, words):
 
 
 def test_a_signed_record_names_what_was_measured(board):
-    entry = json.loads((board["entries"] / "Alice2026Signed.json").read_text())
+    entry = json.loads((board["entries"] / "ident3d-eval-v1" / "Alice2026Signed.json").read_text())
     record = entry["verification"]["record"]
     assert record["entry_id"] == "Alice2026Signed" and record["checkpoint_sha256"] == "01" * 32
     assert (record["fresh_seed"], record["fresh_n"], record["track"]) == (123456789, 2000, TRACK)
     assert record["protocol"] == "ident3d-eval-v1" and set(record["versions"]) >= {"ident3d", "torch"}
     moved = copy.deepcopy(entry)
     moved["result"]["fresh"]["seed"] = 1  # the draw the record names, or none
-    (board["entries"] / "Alice2026Signed.json").write_text(json.dumps(moved))
+    (board["entries"] / "ident3d-eval-v1" / "Alice2026Signed.json").write_text(json.dumps(moved))
     assert "result_sha256" in next(e for e in load_entries(board["entries"])
                                    if e["id"] == "Alice2026Signed").proof.problem
 

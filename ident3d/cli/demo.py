@@ -117,14 +117,12 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
     import shutil
 
     from ident3d.leaderboard.build import build
-    from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, write_entry
+    from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, entry_path, write_entry
     from ident3d.leaderboard.verification import keyring_folder
     from ident3d.results import Result
 
     entries = folder / "entries"
-    entries.mkdir(parents=True, exist_ok=True)
-    for committed in sorted(ENTRIES_DIR.glob("*.json")):
-        shutil.copy(committed, entries / committed.name)
+    shutil.copytree(ENTRIES_DIR, entries, dirs_exist_ok=True)
     if keyring_folder(ENTRIES_DIR).is_dir():  # the keys that signed the verified rows, beside them
         shutil.copytree(keyring_folder(ENTRIES_DIR), keyring_folder(entries), dirs_exist_ok=True)
     rows = [  # (id, result file, status, positives, loss, space)
@@ -135,9 +133,10 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
          "latents"),
     ]
     for entry_id, result_file, status, positives, loss, space in rows:
-        if (entries / f"{entry_id}.json").exists():
+        result = Result.load(result_file)
+        if entry_path(entries, {"protocol": result.document["protocol"], "id": entry_id}).exists():
             continue
-        entry = entry_from_result(Result.load(result_file), entry_id, status=status,
+        entry = entry_from_result(result, entry_id, status=status,
                                   authors=["ident3d demo"], training_data="the demo's train split",
                                   positives=positives, loss=loss, model_space=space,
                                   footnote="ident3d demo: a few minutes on CPU, not a result")

@@ -21,9 +21,10 @@ EXAMPLE = ("ident3d leaderboard compare runs/normal-box/result.json\n"
            "--data data/3dident   # verified\n"
            "  ident3d leaderboard build\n"
            "  ident3d leaderboard build --check   # writes nothing; exit 1: stale, or an unverified claim\n"
-           "  ident3d leaderboard rescore Ident2026CpuTrack_v2-pixels --checkpoint pixels.pt2 "
-           "--data data/cpu-track\n"
-           "  ident3d leaderboard export Ident2026CpuTrack_v2-supervised --format model-index")
+           "  ident3d leaderboard rescore ident3d-eval-v1/Ident2026CpuTrack_v2-pixels "
+           "--checkpoint pixels.pt2 --data data/cpu-track\n"
+           "  ident3d leaderboard export ident3d-eval-v1/Ident2026CpuTrack_v2-supervised "
+           "--format model-index")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                               "status, fitting 100 columns)")
     export = sub.add_parser("export", help="print an entry as a model card's model-index or the Hub's "
                                            ".eval_results YAML")
-    export.add_argument("entry_id", metavar="ID", help="the entry's id")
+    export.add_argument("entry_id", metavar="ID", help="the entry's id (PROTOCOL/ID when several protocols "
+                                                       "have it)")
     export.add_argument("--format", default="model-index", choices=("model-index", "eval-results"),
                         help="model-index: YAML for a model card's header; eval-results: a file for the "
                              "model repository's .eval_results/ folder")
@@ -50,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                             "published under (needed for eval-results)")
     rescore = sub.add_parser("rescore", help="score an entry's model file again and check every number the "
                                              "entry shows; writes nothing")
-    rescore.add_argument("entry_id", metavar="ID", help="the entry's id")
+    rescore.add_argument("entry_id", metavar="ID", help="the entry's id (PROTOCOL/ID when several protocols "
+                                                        "have it)")
     rescore.add_argument("--checkpoint", type=Path, required=True, help="the model file (.pt2)")
     rescore.add_argument("--data", type=Path, required=True, help="the dataset root the entry was scored on")
     rescore.add_argument("--out", type=Path, help="also write the entry around the fresh result (companion "
@@ -88,8 +91,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                           "made on first use, its public key added to leaderboard/verifiers/NAME.json "
                           "(default: $IDENT3D_VERIFIER, else your login name)")
     add.add_argument("--replace", metavar="ID",
-                     help="replace entry ID (one model file has one entry per table: a file already on "
-                          "the board is refused otherwise)")
+                     help="replace entry ID of the result's protocol (one model file has one entry per "
+                          "table: a file already on the board is refused otherwise)")
 
 
 def _clone_entries(here: Path) -> Path:
@@ -102,16 +105,10 @@ def _clone_entries(here: Path) -> Path:
     return entries
 
 
-def _entry(entries: Path, entry_id: str) -> Entry:
-    from ident3d.leaderboard.entries import load_entries
+def _entry(entries: Path, name: str) -> Entry:
+    from ident3d.leaderboard.entries import find_entry, load_entries
 
-    found = {e["id"]: e for e in load_entries(entries)}
-    if entry_id not in found:
-        from ident3d.errors import ResultError
-
-        raise ResultError(f"{entries}: no entry {entry_id!r} ({len(found)} entries). Fix: pass an id listed "
-                          "in LEADERBOARD.md or `ls leaderboard/entries`.")
-    return found[entry_id]
+    return find_entry(load_entries(entries), name, entries)
 
 
 def _track_id(name: str | None) -> str | None:
@@ -147,8 +144,8 @@ def _build(args: argparse.Namespace) -> int:
     entries = load_entries(args.entries)
     for entry in entries:  # adding a key or a verified row is a visible change
         if signer(entry):
-            print(f"verified: {entry['id']}, signed by key {signer(entry)!r}")
-    claims = [f"error: {entry['id']}: says verified, but {claim_problem(entry)}. Fix: verify it with "
+            print(f"verified: {entry.key}, signed by key {signer(entry)!r}")
+    claims = [f"error: {entry.key}: says verified, but {claim_problem(entry)}. Fix: verify it with "
               "`ident3d leaderboard add --checkpoint FILE --data ROOT --replace ID`, or set its status to "
               "public-split" for entry in entries if claim_problem(entry)]
     if args.check:
@@ -190,7 +187,7 @@ def _rescore(args: argparse.Namespace) -> int:
     drawn = (entry["result"] or {}).get("fresh")
     redrawn = (f" and on its fresh draw re-rendered from seed {drawn['seed']} ({drawn['n']:,} images)"
                if drawn else "")
-    print(f"{args.entry_id}: every number the entry shows matches the re-scored {args.checkpoint} on "
+    print(f"{entry.key}: every number the entry shows matches the re-scored {args.checkpoint} on "
           f"{args.data}{redrawn}; " + ("the file is the one the entry was scored with (same sha256)"
                                        if checked.same_file else "the file's bytes differ from the one the "
                                        "entry was scored with (same scores, different sha256: exported "
@@ -201,7 +198,7 @@ def _rescore(args: argparse.Namespace) -> int:
         atomic.write_json(args.out, checked.entry.document)
         print(f"{args.out}: the entry around the re-scored result"
               + (" (public-split: a verified row is one the verifier signs; `leaderboard add --checkpoint "
-                 f"--replace {args.entry_id}` verifies it anew)" if entry["status"] == "verified" else ""))
+                 f"--replace {entry['id']}` verifies it anew)" if entry["status"] == "verified" else ""))
     return 0
 
 
@@ -219,6 +216,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _add(args: argparse.Namespace) -> int:
     from ident3d.leaderboard.entries import (
         entry_from_result,
+        find_entry,
         load_entries,
         rescore,
         track_of,
@@ -229,8 +227,8 @@ def _add(args: argparse.Namespace) -> int:
     result = Result.load(args.result)
     track = _track_id(args.track)
     board = load_entries(args.entries)
-    if args.replace is not None and args.replace not in {e["id"] for e in board}:
-        _entry(args.entries, args.replace)  # names the missing id
+    if args.replace is not None:  # an entry of the result's protocol, or one error line naming it
+        find_entry(board, f"{result.document['protocol']}/{args.replace}", args.entries)
     status, verification, drawable = "self-reported", None, None
     if args.checkpoint is not None:
         from ident3d.tracks import get_track
