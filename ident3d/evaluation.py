@@ -30,7 +30,7 @@ from ident3d.devices import resolve_device
 from ident3d.errors import DatasetError, SubmissionError
 from ident3d.inference import Runner
 from ident3d.ood import track_ood_splits
-from ident3d.protocols import DEFAULT, PER_LATENT, SPLIT_SEED, ScoringProtocol, get_protocol
+from ident3d.protocols import DEFAULT, PER_LATENT, SPLIT_SEED, Scores, ScoringProtocol, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel, ScoringProbe
 from ident3d.sandbox.limits import SandboxLimits
@@ -287,6 +287,8 @@ class _ScoredSplit:
     held_out: tuple[np.ndarray, np.ndarray]  # latents and standardised features of the score rows
     feature_dim: int
     ood: dict[str, tuple[np.ndarray, np.ndarray]]  # OOD split -> its latents and standardised features
+    scores: Scores  # the protocol's read-outs, which score a fresh draw too
+    latents_fit: np.ndarray  # every latent column (classes included) of the fit rows
 
 
 def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str, ThreeDIdent],
@@ -304,32 +306,44 @@ def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str,
     z = dataset.latents[:, continuous].astype(np.float64)
     ood = {name: (split_set.latents[:, continuous].astype(np.float64), h_ood[name])
            for name, split_set in ood_sets.items()}
+    names = [dataset.factor_names[c] for c in continuous]
     with stage(protocol.slow_part(len(z)) or f"scoring under {protocol.name}", progress):
-        s = protocol.score(z, h, [dataset.factor_names[c] for c in continuous], ood)
-    per = {k: _unit(s.per_latent(k)) for k in PER_LATENT}
-    per_latent = [{"factor": dataset.factor_names[c],
-                   **{k: per[k][i] if per[k] else None for k in PER_LATENT}}
-                  for i, c in enumerate(continuous)]
-    classes = [{"factor": f.name, "n_classes": len(f.classes), "chance": 1 / len(f.classes),
-                "accuracy": metrics.class_accuracy(dataset.latents[s.fit, f.index], h[s.fit],
-                                                   dataset.latents[s.test, f.index], h[s.test],
-                                                   len(f.classes))}
-               for f in variant.factors if f.is_class]
-    blocks = block_scores(dataset.manifest, per_latent)
+        s = protocol.score(z, h, names, ood)
     fields = {
-        "metrics": {k: protocol.mean(s.per_latent(k)) for k in PER_LATENT},
-        "per_latent": per_latent,
-        **({"classes": classes, "class_accuracy": float(np.mean([c["accuracy"] for c in classes]))}
-           if classes else {}),
-        **s.companions,
-        **({"blocks": blocks} if blocks else {}),
+        **_reported(protocol, s, names, dataset, (dataset.latents[s.fit], h[s.fit]),
+                    (dataset.latents[s.test], h[s.test])),
         "matching": [int(a) for a in s.assignment],
         "kernel_ridge": s.kernel,
         "n_fit": len(s.fit),
         "n_score": len(s.test),
     }
     readout = fresh_module.Readout(z[s.fit], h[s.fit], np.asarray(s.assignment), protocol)
-    return _ScoredSplit(fields, standardise, readout, (z[s.test], h[s.test]), int(h.shape[1]), ood)
+    return _ScoredSplit(fields, standardise, readout, (z[s.test], h[s.test]), int(h.shape[1]), ood, s,
+                        dataset.latents[s.fit])
+
+
+def _reported(protocol: ScoringProtocol, s: Scores, names: list[str], scored: ThreeDIdent,
+              fit: tuple[np.ndarray, np.ndarray], score: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+    """What a result reports of one scored set (the public split's score rows, or a fresh draw): the
+    means and per-latent values, class accuracy (a class read-out fitted on ``fit``, every latent column
+    and the features of the fit rows, and scored on ``score``), the companions' sections and, on a
+    content/style split, the block scores."""
+    per = {k: _unit(s.per_latent(k)) for k in PER_LATENT}
+    per_latent = [{"factor": name, **{k: per[k][i] if per[k] else None for k in PER_LATENT}}
+                  for i, name in enumerate(names)]
+    classes = [{"factor": f.name, "n_classes": len(f.classes), "chance": 1 / len(f.classes),
+                "accuracy": metrics.class_accuracy(fit[0][:, f.index], fit[1], score[0][:, f.index], score[1],
+                                                   len(f.classes))}
+               for f in scored.variant_spec.factors if f.is_class]
+    blocks = block_scores(scored.manifest, per_latent)
+    return {
+        "metrics": {k: protocol.mean(s.per_latent(k)) for k in PER_LATENT},
+        "per_latent": per_latent,
+        **({"classes": classes, "class_accuracy": float(np.mean([c["accuracy"] for c in classes]))}
+           if classes else {}),
+        **s.companions,
+        **({"blocks": blocks} if blocks else {}),
+    }
 
 
 def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_size: int, progress: bool,
@@ -342,6 +356,7 @@ def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_
     given = seed is not None
     seed = seed if given else fresh_module.draw_seed()
     drawn: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    drawn_sets: dict[str, ThreeDIdent] = {}
     began = time.perf_counter()
     render_s = 0.0
     for split in ("test", *public.ood):
@@ -351,15 +366,19 @@ def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_
                        progress):
                 fresh_module.render_draw(track, n, seed, Path(scratch), workers, split=split)
             render_s += time.perf_counter() - started
-            dataset = ThreeDIdent(scratch, split)
+            drawn_sets[split] = dataset = ThreeDIdent(scratch, split)
             raw = _features(sub, dataset, dev, batch_size, progress)
         columns = dataset.variant_spec.continuous_columns
         drawn[split] = (dataset.latents[:, columns].astype(np.float64),
                         public.standardise(raw, f"{sub.path} on the fresh draw of {split}"))
     z, h = drawn["test"]
-    per = public.readout.per_latent(z, h)
-    means = public.readout.means(per)
-    names = [dataset.factor_names[c] for c in dataset.variant_spec.continuous_columns]
+    test = drawn_sets["test"]
+    names = [test.factor_names[c] for c in test.variant_spec.continuous_columns]
+    readout = public.readout
+    scored = readout.protocol.score_draw(readout.z_fit, readout.h_fit, public.scores, z, h, names,
+                                        {split: drawn[split] for split in public.ood})
+    reported = _reported(readout.protocol, scored, names, test, (public.latents_fit, readout.h_fit),
+                         (test.latents, h))
     gap = fresh_module.memorisation_gap(public.readout, public.held_out, (z, h), seed)
     regions = [{"split": split, "n": n,
                 "gap": fresh_module.memorisation_gap(public.readout, public.ood[split], drawn[split], seed)}
@@ -367,11 +386,6 @@ def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_
     return {"seed": seed, "seed_source": "given" if given else "entropy", "n": n, "track": track.id,
             "render_settings": track.pixel_settings(),
             "render_s": round(render_s, 3), "score_s": round(time.perf_counter() - began - render_s, 3),
-            "metrics": {"linear_r2": means["linear_r2"], "nonlinear_r2": None,
-                        "mcc_pearson": means["mcc_pearson"], "mcc_spearman": None},
-            "per_latent": [{"factor": name, "linear_r2": float(np.clip(per["linear_r2"][i], 0, 1)),
-                            "nonlinear_r2": None, "mcc_pearson": float(per["mcc_pearson"][i]),
-                            "mcc_spearman": None} for i, name in enumerate(names)],
-            "gap": gap, **({"regions": regions} if regions else {}),
+            **reported, "gap": gap, **({"regions": regions} if regions else {}),
             "memorised": any(g["above_chance"] for part in (gap, *(r["gap"] for r in regions))
                              for g in part.values())}

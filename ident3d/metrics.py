@@ -122,6 +122,20 @@ def nonlinear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_sc
     return scores, chosen
 
 
+def kernel_r2_with(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,
+                   chosen: list[dict[str, float]], seed: int = 0) -> np.ndarray:
+    """Per-latent R² of the kernel read-outs ``nonlinear_r2`` chose (``chosen``: its (alpha, gamma) per
+    latent), fitted on the fit set as it fits them and scored on another set (a fresh draw)."""
+    scores = np.empty(z_score.shape[1])
+    groups: dict[tuple[float, float], list[int]] = {}
+    for j, choice in enumerate(chosen):
+        groups.setdefault((choice["alpha"], choice["gamma"]), []).append(j)
+    for (alpha, gamma), latents in groups.items():
+        prediction = kernel_ridge_predict(h_fit, z_fit[:, latents], h_score, alpha, gamma, seed)
+        scores[latents] = r2_per_latent(z_score[:, latents].astype(np.float64), prediction)
+    return scores
+
+
 def kernel_ridge_predict(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray, alpha: float,
                          gamma: float, seed: int = 0) -> np.ndarray:
     """Predictions of RBF kernel ridge with fixed (alpha, gamma), fitted as ``nonlinear_r2`` fits

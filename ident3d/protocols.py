@@ -53,6 +53,7 @@ class Scores:
     mcc_spearman: np.ndarray | None = None
     kernel: list[dict[str, Any]] | None = None
     companions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    assignment_spearman: np.ndarray | None = None
 
     def per_latent(self, metric: str) -> np.ndarray | None:
         """The raw values of one of ``PER_LATENT``."""
@@ -71,6 +72,19 @@ class ScoringProtocol(Protocol):
         """Split, fit and score latents ``z`` from features ``h`` (rows aligned); ``names`` label the
         latents and ``ood`` maps an OOD split's name to its (latents, features)."""
         raise NotImplementedError
+
+    def score_draw(self, z_fit: np.ndarray, h_fit: np.ndarray, public: Scores, z: np.ndarray, h: np.ndarray,
+                   names: list[str] | None = None,
+                   ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
+        """Score a fresh draw ``(z, h)`` with the read-outs ``public`` fitted on the public split's fit
+        rows ``(z_fit, h_fit)``: every metric the protocol reports on the public split, on images the
+        model cannot have seen (``ood``: the draw's region splits). Here linear R² and Pearson MCC with
+        the public matching; a protocol with more read-outs scores them too."""
+        from ident3d import metrics
+
+        pearson, _ = metrics.mcc(z, h, "pearson", public.assignment)
+        return Scores(linear_r2=metrics.linear_r2(z_fit, h_fit, z, h), mcc_pearson=pearson,
+                      assignment=public.assignment, fit=public.fit, test=np.arange(len(z)))
 
     def slow_part(self, n: int) -> str | None:
         """What scoring ``n`` rows spends its time on, said before it starts (None when it is quick)."""
@@ -119,7 +133,37 @@ class HeldOutHalves(ScoringProtocol):
                                                                      names, ood))
         return Scores(linear_r2=metrics.linear_r2(z[fit], h[fit], z[test], h[test]), mcc_pearson=pearson,
                       assignment=assign_p, fit=fit, test=test, nonlinear_r2=nonlinear, mcc_spearman=spearman,
-                      kernel=kernel, companions=companions)
+                      kernel=kernel, companions=companions, assignment_spearman=assign_s)
+
+    def score_draw(self, z_fit: np.ndarray, h_fit: np.ndarray, public: Scores, z: np.ndarray, h: np.ndarray,
+                   names: list[str] | None = None,
+                   ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
+        """The public split's read-outs scored on the draw: linear and kernel R² (the kernels chosen on
+        the public split), both MCCs with the public matchings, read-out extrapolation (fitted on the
+        public fit rows, scored on the draw) and the draw's region splits. DCI is fitted and scored on
+        the draw's own halves: its D and C describe the fitted read-out itself, which a model that
+        memorised the public split would shape."""
+        from ident3d import metrics
+        from ident3d.dci import dci
+        from ident3d.extrapolation import readout_extrapolation
+        from ident3d.ood import ood_scores
+
+        names = names or [f"latent_{j}" for j in range(z.shape[1])]
+        pearson, _ = metrics.mcc(z, h, "pearson", public.assignment)
+        spearman, _ = metrics.mcc(z, h, "spearman", public.assignment_spearman)
+        order = np.random.default_rng(SPLIT_SEED).permutation(len(z))
+        first, second = order[: len(z) // 2], order[len(z) // 2:]
+        companions = {"dci": _versioned("ident3d-dci", dci(z[first], h[first], z[second], h[second])),
+                      "extrapolation": _versioned("ident3d-extrapolation", readout_extrapolation(
+                          z_fit, h_fit, z, h, public.kernel, names))}
+        if ood:
+            companions["ood"] = _versioned("ident3d-ood", ood_scores(z_fit, h_fit, z, h, public.kernel, names,
+                                                                     ood))
+        return Scores(linear_r2=metrics.linear_r2(z_fit, h_fit, z, h), mcc_pearson=pearson,
+                      assignment=public.assignment, fit=public.fit, test=np.arange(len(z)),
+                      nonlinear_r2=metrics.kernel_r2_with(z_fit, h_fit, z, h, public.kernel, seed=SPLIT_SEED),
+                      mcc_spearman=spearman, kernel=public.kernel, companions=companions,
+                      assignment_spearman=public.assignment_spearman)
 
 
 def _versioned(companion: str, section: dict[str, Any]) -> dict[str, Any]:

@@ -268,22 +268,36 @@ def entry_from_result(result: Result, entry_id: str, *, status: str = "self-repo
 
 def _shown_numbers(result: Mapping[str, Any]) -> dict[str, float | None]:
     """Every number a result shows that a re-score must reproduce, by field path: the means, the
-    per-latent values, and a fresh draw's scores, per-latent values and gaps (the test split's and
-    each OOD region's)."""
+    per-latent values, and every number of a fresh draw (its scores, per-latent values, companions and
+    gaps; not its timings)."""
     out: dict[str, float | None] = {f"metrics/{k}": v for k, v in result["metrics"].items()}
     for row in result.get("per_latent", []):
         out.update({f"per_latent/{row.get('factor')}/{k}": row[k] for k in METRIC_KEYS if k in row})
     fresh = result.get("fresh")
     if fresh:
-        out.update({f"fresh/metrics/{k}": v for k, v in fresh["metrics"].items()})
-        for row in fresh["per_latent"]:
-            out.update({f"fresh/per_latent/{row['factor']}/{k}": row[k] for k in METRIC_KEYS})
-        regions = [(f"fresh/regions/{r['split']}/gap", r["gap"]) for r in fresh.get("regions", [])]
-        for where, gap in (("fresh/gap", fresh["gap"]), *regions):
-            for metric, g in gap.items():
-                out.update({f"{where}/{metric}/{k}": g[k] for k in ("public", "fresh", "gap")})
-                out.update({f"{where}/{metric}/ci95/{i}": v for i, v in enumerate(g["ci95"])})
+        shown = {k: v for k, v in fresh.items() if k not in FRESH_UNCOMPARED}
+        out.update(_leaves(shown, "fresh"))
     return out
+
+
+FRESH_UNCOMPARED = ("seed", "n", "render_s", "score_s", "render_settings", "track", "seed_source")
+
+
+def _leaves(value: Any, path: str) -> dict[str, float | None]:
+    """The numbers (and nulls) under ``value`` by path; a list's items are named by their ``factor`` or
+    ``split`` (or ``factors``) when they have one, else by position."""
+    if isinstance(value, Mapping):
+        return {k: v for key, item in value.items() for k, v in _leaves(item, f"{path}/{key}").items()}
+    if isinstance(value, list):
+        out: dict[str, float | None] = {}
+        for i, item in enumerate(value):
+            name = item.get("factor") or item.get("split") or item.get("factors") if isinstance(
+                item, Mapping) else None
+            out.update(_leaves(item, f"{path}/{'+'.join(name) if isinstance(name, list) else name or i}"))
+        return out
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return {path: value}
+    return {}
 
 
 def rescore(result: Result, checkpoint: Path, data: Path, tolerance: float = 1e-4,

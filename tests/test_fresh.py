@@ -87,6 +87,7 @@ def test_the_memorising_model_is_not_a_verified_rank_one(cpu_track_data, lookup_
     measured; the table ranks the verified row by the draw; `rescore` re-renders that draw from its
     revealed seed and confirms every number (which numbers it compares: tests/test_verification.py)."""
     from ident3d.cli import main
+    from ident3d.leaderboard.companions import companion_metrics
     from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
     from ident3d.leaderboard.markdown import render_markdown
     from ident3d.leaderboard.ranking import ranked_tables, signer
@@ -105,6 +106,15 @@ def test_the_memorising_model_is_not_a_verified_rank_one(cpu_track_data, lookup_
     entry = next(e for e in board if e["id"] == "Mallory2026Lookup")
     assert signer(entry) == "tester" and entry["result"]["fresh"]["memorised"]
     assert entry["result"]["fresh"]["n"] == 2000  # the track's fresh_images, at least its fresh_min
+    drawn = entry["result"]["fresh"]  # every number the verified row shows was scored on the draw
+    assert drawn["metrics"]["nonlinear_r2"] is not None and drawn["per_latent"][0]["mcc_spearman"] is not None
+    assert drawn["dci"]["protocol"] == "ident3d-dci"
+    assert drawn["extrapolation"]["protocol"] == "ident3d-extrapolation"
+    shown = companion_metrics(entry)
+    assert shown["dci_informativeness"] == drawn["dci"]["informativeness"]
+    assert shown["extrapolation_linear_r2"] == drawn["extrapolation"]["linear_r2"]
+    # the lookup table extrapolates on the public split only
+    assert shown["extrapolation_linear_r2"] < entry["result"]["extrapolation"]["linear_r2"]
     assert entry["metrics"]["linear_r2"] > 0.999  # its public score stays on record
     table = ranked_tables(board)[("3dident-v2-64@1", "ident3d-eval-v1")]
     rank = next(i for i, row in enumerate(table, 1) if row["id"] == "Mallory2026Lookup")

@@ -43,7 +43,7 @@ def test_eval_results_round_trip_and_need_the_hub_dataset(capsys):
         (f"{entry['protocol']}/{k}", v) for k, v in entry["metrics"].items() if v is not None}
     assert all(r.dataset_id == "someone/3dident-v2-64" and r.dataset_revision for r in parsed)
     assert hub.eval_result_entries_to_yaml(parsed) == yaml.safe_load(text)
-    assert main(["leaderboard", "export", entry["id"], "--format", "eval-results"]) == 1
+    assert main(["leaderboard", "export", entry.key, "--format", "eval-results"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "--hub-dataset" in err[0]
     assert main(["leaderboard", "export", "Nobody2026Nothing"]) == 1

@@ -147,3 +147,26 @@ def write() -> None:
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     write()
+
+
+@pytest.mark.parametrize("protocol", NAMES)
+def test_a_draw_of_the_public_score_rows_scores_as_the_public_split(protocol):
+    """``score_draw`` applies the public split's read-outs to other rows: given the public score rows
+    themselves, every read-out it shares with ``score`` (linear and kernel R², both MCCs, read-out
+    extrapolation) gives the public values; DCI is refitted on the draw's own halves."""
+    z, h = fixtures()["permutation, scale and noise"]
+    scoring = REGISTRY[protocol]
+    public = scoring.score(z, h)
+    fit, test = public.fit, public.test
+    draw = scoring.score_draw(z[fit], h[fit], public, z[test], h[test])
+    for metric in PER_LATENT:
+        if protocol == "cl-ica-2021" and metric == "mcc_pearson":
+            continue  # cl-ica matches and scores MCC on its whole sample, not on the score half
+        mine, theirs = public.per_latent(metric), draw.per_latent(metric)
+        assert (mine is None) == (theirs is None), metric
+        if mine is not None:
+            np.testing.assert_allclose(theirs, mine, atol=1e-9, err_msg=metric)
+    if "extrapolation" in public.companions:
+        assert draw.companions["extrapolation"] == public.companions["extrapolation"]
+        assert draw.companions["dci"]["protocol"] == "ident3d-dci"
+        assert 0 < draw.companions["dci"]["informativeness"] <= 1

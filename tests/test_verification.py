@@ -218,12 +218,21 @@ def test_a_rescore_compares_every_number_a_verified_row_shows():
     from ident3d.leaderboard.entries import _shown_numbers
 
     result = drawn_result()
+    result["fresh"]["dci"] = {"protocol": "ident3d-dci", "version": "1.0", "disentanglement": 0.5,
+                              "completeness": 0.4, "informativeness": 0.3}
     compared = _shown_numbers(result)
     factor = result["fresh"]["per_latent"][2]["factor"]
     assert {"metrics/mcc_pearson", f"per_latent/{factor}/linear_r2", "fresh/metrics/mcc_pearson",
             f"fresh/per_latent/{factor}/mcc_pearson", "fresh/gap/linear_r2/gap",
-            "fresh/gap/mcc_pearson/ci95/0"} <= set(compared)
-    result["fresh"]["per_latent"][2]["mcc_pearson"] += 0.01
-    changed = {k for k, v in _shown_numbers(result).items() if v != compared[k]}
-    assert changed == {f"fresh/per_latent/{factor}/mcc_pearson"}
+            "fresh/gap/mcc_pearson/ci95/0", "fresh/dci/completeness"} <= set(compared)
+    assert not {"fresh/seed", "fresh/n", "fresh/render_s"} & set(compared)  # not scores
+    for path in (("per_latent", 2, "mcc_pearson"), ("dci", "completeness")):
+        changed_result = copy.deepcopy(result)
+        *parents, last = path
+        holder = changed_result["fresh"]
+        for step in parents:
+            holder = holder[step]
+        holder[last] += 0.01
+        changed = {k for k, v in _shown_numbers(changed_result).items() if v != compared[k]}
+        assert changed == {"fresh/" + "/".join(str(factor) if p == 2 else str(p) for p in path)}
 
