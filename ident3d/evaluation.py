@@ -107,7 +107,7 @@ def _encode_sandboxed(model: SandboxedModel, dataset: ThreeDIdent, indices: np.n
     return np.concatenate(out) if out else np.zeros((0, 0))
 
 
-def _features(sub: Submission, dataset: ThreeDIdent, device: torch.device, batch_size: int,
+def features(sub: Submission, dataset: ThreeDIdent, device: torch.device, batch_size: int,
               progress: bool) -> np.ndarray:
     n = len(dataset)
     if sub.embeddings is not None:
@@ -277,14 +277,14 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
 
 
 @dataclass(frozen=True)
-class _ScoredSplit:
+class ScoredSplit:
     """One split's scores: the result fields they fill, and what a fresh draw is scored with (the
     feature transform and the protocol's read-outs) beside the split's own held-out rows."""
 
     fields: dict[str, Any]
     standardise: Standardisation
     readout: fresh_module.Readout
-    held_out: tuple[np.ndarray, np.ndarray]  # latents and standardised features of the score rows
+    held_out: tuple[np.ndarray, np.ndarray]  # latents and standardised features of Scores.unseen_rows()
     feature_dim: int
     ood: dict[str, tuple[np.ndarray, np.ndarray]]  # OOD split -> its latents and standardised features
     scores: Scores  # the protocol's read-outs, which score a fresh draw too
@@ -293,14 +293,21 @@ class _ScoredSplit:
 
 def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str, ThreeDIdent],
                       dev: torch.device, batch_size: int, progress: bool,
-                      protocol: ScoringProtocol) -> _ScoredSplit:
+                      protocol: ScoringProtocol) -> ScoredSplit:
     """Encode a split (and its OOD splits) and score it under ``protocol``."""
-    h = _features(sub, dataset, dev, batch_size, progress)
-    h_ood = {name: _features(sub, split_set, dev, batch_size, progress)
+    h = features(sub, dataset, dev, batch_size, progress)
+    h_ood = {name: features(sub, split_set, dev, batch_size, progress)
              for name, split_set in ood_sets.items()}
+    return score_features(str(sub.path), dataset, h, ood_sets, h_ood, protocol, progress)
+
+
+def score_features(source: str, dataset: ThreeDIdent, h: np.ndarray, ood_sets: dict[str, ThreeDIdent],
+                   h_ood: dict[str, np.ndarray], protocol: ScoringProtocol, progress: bool) -> ScoredSplit:
+    """Score a split's raw features ``h`` (and its OOD splits') under ``protocol``; one encoding serves
+    every protocol (``source`` names the model in an error)."""
     standardise = Standardisation.fit(h)  # one transform for every split: OOD shifts must survive it
-    h = standardise(h, str(sub.path))
-    h_ood = {name: standardise(h_ood[name], f"{sub.path} on {name}") for name in h_ood}
+    h = standardise(h, source)
+    h_ood = {name: standardise(h_ood[name], f"{source} on {name}") for name in h_ood}
     variant = dataset.variant_spec
     continuous = variant.continuous_columns
     z = dataset.latents[:, continuous].astype(np.float64)
@@ -318,7 +325,8 @@ def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str,
         "n_score": len(s.test),
     }
     readout = fresh_module.Readout(z[s.fit], h[s.fit], np.asarray(s.assignment), protocol)
-    return _ScoredSplit(fields, standardise, readout, (z[s.test], h[s.test]), int(h.shape[1]), ood, s,
+    unseen = s.unseen_rows()
+    return ScoredSplit(fields, standardise, readout, (z[unseen], h[unseen]), int(h.shape[1]), ood, s,
                         dataset.latents[s.fit])
 
 
@@ -347,7 +355,7 @@ def _reported(protocol: ScoringProtocol, s: Scores, names: list[str], scored: Th
 
 
 def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_size: int, progress: bool,
-                workers: int, public: _ScoredSplit, seed: int | None) -> dict[str, Any]:
+                workers: int, public: ScoredSplit, seed: int | None) -> dict[str, Any]:
     """Render a fresh draw of ``track`` (seed from OS entropy unless given): ``n`` test images and, on
     an OOD track, ``n`` images of each region split scored here; encode them with the same loaded
     model, score them with the read-outs the protocol fitted on the public split, and return the
@@ -367,7 +375,7 @@ def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_
                 fresh_module.render_draw(track, n, seed, Path(scratch), workers, split=split)
             render_s += time.perf_counter() - started
             drawn_sets[split] = dataset = ThreeDIdent(scratch, split)
-            raw = _features(sub, dataset, dev, batch_size, progress)
+            raw = features(sub, dataset, dev, batch_size, progress)
         columns = dataset.variant_spec.continuous_columns
         drawn[split] = (dataset.latents[:, columns].astype(np.float64),
                         public.standardise(raw, f"{sub.path} on the fresh draw of {split}"))

@@ -170,3 +170,27 @@ def test_a_draw_of_the_public_score_rows_scores_as_the_public_split(protocol):
         assert draw.companions["extrapolation"] == public.companions["extrapolation"]
         assert draw.companions["dci"]["protocol"] == "ident3d-dci"
         assert 0 < draw.companions["dci"]["informativeness"] <= 1
+
+
+def test_the_cl_ica_gap_compares_a_draw_with_rows_no_matching_was_chosen_on():
+    """cl-ica-2021 chooses its matching on its whole 4,096-row sample, so MCC on any of those rows is
+    read optimistically (the largest of many chance correlations); a fresh draw's gap then fired on an
+    honest model. The gap's public rows are the split's rows outside the sample: features that carry
+    nothing score there as on unseen rows."""
+    from ident3d import metrics
+
+    rng = np.random.default_rng(7)
+    z, h = rng.uniform(-1, 1, (5000, 10)), rng.normal(size=(5000, 100))
+    s = REGISTRY["cl-ica-2021"].score(z, h)
+    unseen = s.unseen_rows()
+    assert len(unseen) == 5000 - 4096 and not set(unseen) & set(s.fit) | set(s.test) & set(unseen)
+    on = {name: metrics.mcc(z[rows], h[rows], "pearson", s.assignment)[0].mean()
+          for name, rows in (("chosen", s.test), ("unseen", unseen))}
+    def fresh(n):  # chance |r| shrinks with the rows scored: compare sets of one size
+        noise = rng.uniform(-1, 1, (n, 10)), rng.normal(size=(n, 100))
+        return metrics.mcc(*noise, "pearson", s.assignment)[0].mean()
+
+    assert on["chosen"] - fresh(len(s.test)) > 0.015  # the bias the gap used to flag
+    assert abs(on["unseen"] - fresh(len(unseen))) < 0.005
+    assert np.array_equal(REGISTRY["ident3d-eval-v1"].score(z[:600], h[:600, :10]).unseen_rows(),
+                          REGISTRY["ident3d-eval-v1"].score(z[:600], h[:600, :10]).test)
