@@ -1,6 +1,6 @@
 """Every row of the paper's Tables 1 and 2 is a row of the synthetic benchmark, with the paper's setting
-and numbers: this table is ../shared/REFERENCE.md section 12 (Zimmermann et al., ICML 2021, Section
-5.1), written out here on its own so that an edit of rows.toml that departs from the paper fails."""
+and numbers: this table is Tables 1 and 2 of Zimmermann et al. (ICML 2021, Section 4.1), written out
+here on its own so that an edit of rows.toml that departs from the paper fails."""
 
 # ruff: noqa: E501  (the paper's table, one row per line)
 from __future__ import annotations

@@ -306,8 +306,9 @@ def readme_block(folder: Path) -> str:
     lines = ["| the paper's column | rows with 3 seeds | reproduced | not reproduced | not decidable |",
              "|---|---|---|---|---|"]
     paper_rows = [row for row in rows().values() if row.paper_source.startswith("Zimmermann")]
+    shared_runs = []
     for column in COLUMNS:
-        verdicts = []
+        verdicts, counted = [], []
         for row in paper_rows:
             metric = judged(row)[0]
             if row.paper_value(metric, column) is None:
@@ -316,14 +317,25 @@ def readme_block(folder: Path) -> str:
                      and (column == "identity" or Budget(**members[0]["budget"]) == table_budget)]
             if found and len(found[0]) >= MIN_SEEDS:
                 verdicts.append(verdict_cell(row, column, metric, found[0]))
+                counted.append(row)
         if verdicts:
             counts = [sum(v.startswith(word) for v in verdicts) for word in ("reproduced", "not reproduced",
                                                                              "not decidable")]
             lines.append(f"| {column} | {len(verdicts)} | " + " | ".join(map(str, counts)) + " |")
+            reusing = [row for row in counted if row.same_run_as]
+            if reusing:
+                shared_runs.append(
+                    f"the {column} column's {len(counted)} rows come from {len(counted) - len(reusing)} "
+                    "run sets "
+                    f"({', '.join(r.id for r in reusing)} reuse the runs of "
+                    f"{', '.join(r.same_run_as for r in reusing)}: the paper prints those settings in both "
+                    "tables, judged on R² in one and on MCC in the other)")
     lines += ["", f"Trained columns at {table_budget.label()} per run: {ratio['unsupervised']:,.0f} times "
               f"fewer pairs than the paper's {PAPER_BUDGET.label()} (unsupervised), "
               f"{ratio['supervised']:,.0f} times fewer than its {PAPER_SUPERVISED_BUDGET.label()} "
               "(supervised); each row at every budget: docs/synthetic.md."]
+    if shared_runs:
+        lines[-1] += " Counting: " + "; ".join(shared_runs) + "."
     for twins in supervised_twins():
         lines[-1] += (f" {' and '.join(twins)} share their supervised runs seed by seed (the supervised "
                       "encoder sees the marginal, the mixing and the output space, not the positives or "
