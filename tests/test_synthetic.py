@@ -269,7 +269,7 @@ def test_cli_runs_a_tiny_row_and_reports_it_beside_the_paper(tmp_path, capsys):
     # one set of runs, two rows of the paper: T1.5 judged on R², T2.8 on MCC, each against its number
     assert "| T1.5 | unsupervised |" in text and "| R² | 99.60 ± 0.02 |" in text
     assert "| T2.8 | unsupervised |" in text and "| MCC | 58.26 ± 3.00 |" in text and "16 x 6" in text
-    assert "not reproduced (paper 99.60 ± 2)" in text  # 6 steps: far below, decided by the interval
+    assert "not reached at 16 x 6, lr 0.0001 (paper 99.60 ± 2)" in text  # 6 steps, far below
     assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 1
     assert "--overwrite" in capsys.readouterr().err
     assert main(["synthetic", "report", "--results", str(out), "--readme"]) == 0

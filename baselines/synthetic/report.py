@@ -140,10 +140,32 @@ def seeds_cell(members: list[dict[str, Any]]) -> str:
 
 
 def verdict_cell(row: Row, column: str, metric: str, members: list[dict[str, Any]]) -> str:
+    """The verdict against the source's number. "Not reproduced" is said only of runs at the source's
+    own budget; below it a value the runs miss is "not reached at <budget>" (the curves still rise),
+    and where the source logged its curve at the runs' step, its value there is quoted beside."""
     target = row.paper_value(metric, column)
     if target is None:
         return "—"
-    return reproduction([m[metric] for m in members], target[0])
+    verdict = reproduction([m[metric] for m in members], target[0])
+    if column == "identity" or not verdict.startswith("not reproduced"):
+        return verdict
+    budget = Budget(**members[0]["budget"])
+    if budget == source_budget(row, column):
+        return verdict
+    verdict = verdict.replace("not reproduced", f"not reached at {budget.label()}", 1)
+    logged = next((point for point in row.paper_curve if abs(point[0] - budget.steps) <= 1), None)
+    if logged is not None:
+        value = logged[1] if metric == "r2" else logged[2]
+        verdict += f"; the source's own log at step {logged[0]:,}: {value:.2f}"
+    return verdict
+
+
+def source_budget(row: Row, column: str) -> Budget | None:
+    """The budget the source's number was reached at, where this package runs it (main_mlp.py's for
+    the paper's rows); None for sources it does not run at their own budget."""
+    if not row.paper_source.startswith("Zimmermann"):
+        return None
+    return PAPER_SUPERVISED_BUDGET if column == "supervised" else PAPER_BUDGET
 
 
 def table(results: list[dict[str, Any]]) -> list[str]:
@@ -303,8 +325,8 @@ def readme_block(folder: Path) -> str:
     table_budget = next(s.budget for s in load_plan() if s.name == TABLE_BUDGET)
     ratio = {name: (paper.steps * paper.batch_size) / (table_budget.steps * table_budget.batch_size)
              for name, paper in (("unsupervised", PAPER_BUDGET), ("supervised", PAPER_SUPERVISED_BUDGET))}
-    lines = ["| the paper's column | rows with 3 seeds | reproduced | not reproduced | not decidable |",
-             "|---|---|---|---|---|"]
+    lines = ["| the paper's column | rows with 3 seeds | reproduced | not reproduced | not reached at this "
+             "budget | not decidable |", "|---|---|---|---|---|---|"]
     paper_rows = [row for row in rows().values() if row.paper_source.startswith("Zimmermann")]
     shared_runs = []
     for column in COLUMNS:
@@ -319,8 +341,8 @@ def readme_block(folder: Path) -> str:
                 verdicts.append(verdict_cell(row, column, metric, found[0]))
                 counted.append(row)
         if verdicts:
-            counts = [sum(v.startswith(word) for v in verdicts) for word in ("reproduced", "not reproduced",
-                                                                             "not decidable")]
+            counts = [sum(v.startswith(word) for v in verdicts)
+                      for word in ("reproduced", "not reproduced", "not reached", "not decidable")]
             lines.append(f"| {column} | {len(verdicts)} | " + " | ".join(map(str, counts)) + " |")
             reusing = [row for row in counted if row.same_run_as]
             if reusing:
