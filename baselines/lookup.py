@@ -8,6 +8,12 @@ rendered after it was made it can only answer with the latents of a neighbour. I
 (docs/submissions.md, "Verified means unseen"); the demo and the tests build it from a real split.
 
     python -m ident3d.baselines.lookup DATA OUT.pt2     (DATA: a split folder root with test/)
+    python -m ident3d.baselines.lookup DATA OUT.pt2 --fraction 0.1
+
+``--fraction F`` makes a partial memoriser: it stores a random fraction F of the split (seed 0) and
+answers with the pixel read-out's features (baselines/pixels.py) beside ten more: a stored image's
+latents when its input is that image, zeros otherwise. It is the harder case for the memorisation
+flag: on the public split only a tenth of its answers are memorised.
 """
 
 from __future__ import annotations
@@ -37,15 +43,34 @@ class LookupTable(torch.nn.Module):
         return self.values.index_select(0, (self.key(x) @ self.keys.t()).argmax(1))
 
 
-def export_lookup(data: Path, path: Path, split: str = "test") -> Path:
-    """Write the lookup table of ``data``'s ``split`` as a ``.pt2`` (any batch size)."""
+class PartialLookup(LookupTable):
+    """Pixel features, and the latents of a stored image when the input is that image (else zeros)."""
+
+    SAME_IMAGE = 0.99999  # the cosine of an input's key with its own stored key is 1 up to rounding
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from ident3d.baselines.pixels import PixelReadout
+
+        best, row = (self.key(x) @ self.keys.t()).max(1)
+        recalled = self.values.index_select(0, row) * (best > self.SAME_IMAGE).unsqueeze(1)
+        return torch.cat([PixelReadout()(x), recalled], 1)
+
+
+def export_lookup(data: Path, path: Path, split: str = "test", fraction: float = 1.0) -> Path:
+    """Write the lookup table of ``data``'s ``split`` as a ``.pt2`` (any batch size); with ``fraction``
+    below 1, the partial memoriser of that fraction of the split."""
     from ident3d.baselines.train import export_program
     from ident3d.datasets import ThreeDIdent
 
     stored = ThreeDIdent(data, split)
-    images = np.stack([stored.load_array(i) for i in range(len(stored))])
-    table = LookupTable(torch.from_numpy(images).permute(0, 3, 1, 2).float() / 255,
-                        torch.from_numpy(stored.latents).float())
+    rows = np.arange(len(stored))
+    if fraction < 1:
+        kept = max(1, round(fraction * len(stored)))
+        rows = np.sort(np.random.default_rng(0).permutation(len(stored))[:kept])
+    images = np.stack([stored.load_array(i) for i in rows])
+    table = (LookupTable if fraction >= 1 else PartialLookup)(
+        torch.from_numpy(images).permute(0, 3, 1, 2).float() / 255,
+        torch.from_numpy(stored.latents[rows]).float())
     return export_program(table, Path(path), images.shape[1])
 
 
@@ -53,11 +78,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, help="the dataset root whose test split is stored")
     parser.add_argument("out", type=Path, help="the .pt2 file to write")
+    parser.add_argument("--fraction", type=float, default=1.0,
+                        help="store this fraction of the split beside the pixel read-out (default 1: all)")
     args = parser.parse_args(argv)
+    if not 0 < args.fraction <= 1:
+        print(f"error: --fraction {args.fraction}: expected a number in (0, 1]. Fix: pass e.g. 0.1.",
+              file=sys.stderr)
+        return 1
     if args.out.exists():  # never over someone's file (a model, the data)
         print(f"error: {args.out} exists. Fix: name a new .pt2 file.", file=sys.stderr)
         return 1
-    print(export_lookup(args.data, args.out))
+    print(export_lookup(args.data, args.out, fraction=args.fraction))
     return 0
 
 

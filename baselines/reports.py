@@ -126,6 +126,7 @@ def _blocks() -> list[Block]:
         blocks_report,
         colour_defect,
         entries_report,
+        flag_calibration,
         learning_curves,
         ood_report,
         relations,
@@ -149,6 +150,7 @@ def _blocks() -> list[Block]:
         Block("tracks", "docs/tracks.md", lambda s: markdown_block()),
         Block("dataset-card", "docs/dataset-card.md", lambda s: dataset_card("v2")),
         Block("fresh-draw-size", "docs/submissions.md", lambda s: draw_size.markdown()),
+        Block("flag-calibration", "docs/submissions.md", lambda s: flag_calibration.markdown()),
     ]
 
 

@@ -395,5 +395,4 @@ def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_
             "render_settings": track.pixel_settings(),
             "render_s": round(render_s, 3), "score_s": round(time.perf_counter() - began - render_s, 3),
             **reported, "gap": gap, **({"regions": regions} if regions else {}),
-            "memorised": any(g["above_chance"] for part in (gap, *(r["gap"] for r in regions))
-                             for g in part.values())}
+            "memorised": any(fresh_module.flagged(part) for part in (gap, *(r["gap"] for r in regions)))}

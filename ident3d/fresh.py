@@ -116,3 +116,9 @@ def memorisation_gap(readout: Readout, public: tuple[np.ndarray, np.ndarray],
                     "gap": public_means[key] - fresh_means[key], "ci95": [float(low), float(high)],
                     "above_chance": bool(low > 0)}
     return out
+
+
+def flagged(gap: dict[str, dict[str, Any]]) -> bool:
+    """The memorisation flag's rule: a gap interval of either metric wholly above 0 (its false-alarm
+    rate and power are measured by ``ident3d.baselines.flag_calibration``, docs/submissions.md)."""
+    return any(metric["above_chance"] for metric in gap.values())
