@@ -20,8 +20,9 @@ def without_companions(entries):
     out = []
     for entry in entries:
         entry = copy.deepcopy(entry)
-        for key in ("dci", "extrapolation", "ood"):
-            (entry["result"] or {}).pop(key, None)
+        for section in (entry["result"] or {}, (entry["result"] or {}).get("fresh") or {}):
+            for key in ("dci", "extrapolation", "ood"):
+                section.pop(key, None)  # a verified row shows its fresh draw's
         out.append(entry)
     return out
 

@@ -10,7 +10,7 @@ import pytest
 from ident3d.baselines.pixel_splits import METRICS, OUT, PROTOCOL, main, pixel_samples, sample_scores
 from ident3d.errors import Ident3dError
 
-PIXELS = "Ident2026CpuTrack_v2-pixels-clica"
+PIXELS = "cl-ica-2021/Ident2026CpuTrack_v2-pixels"
 
 
 def test_seed_0_is_the_protocols_own_sample_and_other_seeds_move_the_score():
@@ -25,7 +25,7 @@ def test_seed_0_is_the_protocols_own_sample_and_other_seeds_move_the_score():
 
 
 def test_the_committed_samples_belong_to_the_committed_pixel_entry(committed_entries):
-    entry = next(e for e in committed_entries if e["id"] == PIXELS)
+    entry = next(e for e in committed_entries if e.key == PIXELS)
     samples = pixel_samples(entry)
     assert all(len(samples[m]) >= 3 and samples[m][0] == pytest.approx(entry["metrics"][m], abs=1e-9)
                for m in METRICS)
@@ -37,7 +37,7 @@ def test_the_committed_samples_belong_to_the_committed_pixel_entry(committed_ent
     (lambda d: d.__setitem__("mcc_pearson", [0.3, 0.3]), "lists of at least 3 scores"),
 ])
 def test_samples_that_are_not_the_entrys_are_refused(committed_entries, tmp_path, edit, message):
-    entry = next(e for e in committed_entries if e["id"] == PIXELS)
+    entry = next(e for e in committed_entries if e.key == PIXELS)
     document = json.loads(OUT.read_text())
     edit(document)
     (tmp_path / "pixel_splits.json").write_text(json.dumps(document))
