@@ -77,6 +77,8 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
     from ident3d.results import Result
 
     signer = Signer.load_or_create(verifier) if verifier is not None else None
+    if signer is not None:  # a key the keyring holds otherwise fails here, before any scoring
+        publish_key(signer, keyring_folder(entries))
     written = []
     finished = load_runs(out)
     for spec in experiment.runs:
@@ -102,7 +104,6 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
                              fresh="track" if signer is not None else None, progress=False)
             proof = None
             if signer is not None:
-                publish_key(signer, keyring_folder(entries))
                 proof = signer.sign(record_for(entry_id, result.document))
             entry = entry_from_result(
                 result, entry_id, status="verified" if signer is not None else "public-split",
