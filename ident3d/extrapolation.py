@@ -16,44 +16,66 @@ turn a small constant error into a large loss); clipped to [0, 1]. The kernel re
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ident3d.metrics import latent_variance, transfer_r2
+from ident3d.metrics import Readouts, latent_variance
 
 HELD_OUT = 0.5
 
 
-def _scores(z_fit, h_fit, z_score, h_score, fit_rows, score_rows, latents, kernel, variance):
-    """Linear and kernel R² of ``latents`` fitted on ``fit_rows`` and scored on ``score_rows``."""
-    return [transfer_r2(h_fit[fit_rows], z_fit[fit_rows, j], h_score[score_rows], z_score[score_rows, j],
-                        kernel[j], variance[j]) for j in latents]
+@dataclass(frozen=True)
+class ExtrapolationReadouts:
+    """The read-outs of read-out extrapolation, fitted once on a fit set and scored on any set (the
+    protocol's score rows, a fresh draw): each latent's fitted where it stays at most ``HELD_OUT``, and
+    each latent pair's (0, 1), (2, 3), ... fitted where not both exceed it."""
+
+    latents: tuple[Readouts, ...]
+    n_fit: tuple[int, ...]
+    corners: tuple[Readouts, ...]
+
+    @classmethod
+    def fit(cls, z_fit: np.ndarray, h_fit: np.ndarray, kernel: list[dict[str, float]]
+            ) -> ExtrapolationReadouts:
+        latents, n_fit, corners = [], [], []
+        for j in range(z_fit.shape[1]):
+            rows = z_fit[:, j] <= HELD_OUT
+            latents.append(Readouts.fit(h_fit[rows], z_fit[rows][:, [j]], [kernel[j]]))
+            n_fit.append(int(rows.sum()))
+        for a in range(0, z_fit.shape[1] - 1, 2):
+            rows = ~((z_fit[:, a] > HELD_OUT) & (z_fit[:, a + 1] > HELD_OUT))
+            corners.append(Readouts.fit(h_fit[rows], z_fit[rows][:, [a, a + 1]], [kernel[a], kernel[a + 1]]))
+        return cls(tuple(latents), tuple(n_fit), tuple(corners))
+
+    def score(self, z_score: np.ndarray, h_score: np.ndarray, names: list[str]) -> dict[str, Any]:
+        """Per latent and mean extrapolation R², and the composition corners (the module docstring)."""
+        variance = latent_variance(z_score)
+        per_latent = []
+        for j, (name, readouts, n_fit) in enumerate(zip(names, self.latents, self.n_fit, strict=True)):
+            rows = z_score[:, j] > HELD_OUT
+            ((linear, nonlinear),) = readouts.transfer_r2(h_score[rows], z_score[rows][:, [j]], variance[[j]])
+            per_latent.append({"factor": name, "linear_r2": linear, "kernel_r2": nonlinear,
+                               "n_fit": n_fit, "n_score": int(rows.sum())})
+        corners = []
+        for a, readouts in zip(range(0, len(names) - 1, 2), self.corners, strict=True):
+            rows = (z_score[:, a] > HELD_OUT) & (z_score[:, a + 1] > HELD_OUT)
+            pair = readouts.transfer_r2(h_score[rows], z_score[rows][:, [a, a + 1]], variance[[a, a + 1]])
+            corners.append({"factors": [names[a], names[a + 1]], "n_score": int(rows.sum()),
+                            "linear_r2": float(np.mean([p[0] for p in pair])),
+                            "kernel_r2": float(np.mean([p[1] for p in pair]))})
+        return {"held_out": f"u > {HELD_OUT}", "linear_r2": _mean(per_latent, "linear_r2"),
+                "kernel_r2": _mean(per_latent, "kernel_r2"), "per_latent": per_latent,
+                "composition": {"linear_r2": _mean(corners, "linear_r2"),
+                                "kernel_r2": _mean(corners, "kernel_r2"), "corners": corners}}
 
 
 def readout_extrapolation(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,
                           kernel: list[dict[str, float]], names: list[str]) -> dict[str, Any]:
-    """Per latent and mean extrapolation R², and the composition corners (see the module docstring)."""
-    variance = latent_variance(z_score)
-    per_latent = []
-    for j, name in enumerate(names):
-        fit_rows, score_rows = z_fit[:, j] <= HELD_OUT, z_score[:, j] > HELD_OUT
-        ((linear, nonlinear),) = _scores(z_fit, h_fit, z_score, h_score, fit_rows, score_rows, [j], kernel,
-                                         variance)
-        per_latent.append({"factor": name, "linear_r2": linear, "kernel_r2": nonlinear,
-                           "n_fit": int(fit_rows.sum()), "n_score": int(score_rows.sum())})
-    corners = []
-    for a in range(0, len(names) - 1, 2):
-        fit_rows = ~((z_fit[:, a] > HELD_OUT) & (z_fit[:, a + 1] > HELD_OUT))
-        score_rows = (z_score[:, a] > HELD_OUT) & (z_score[:, a + 1] > HELD_OUT)
-        pair = _scores(z_fit, h_fit, z_score, h_score, fit_rows, score_rows, [a, a + 1], kernel, variance)
-        corners.append({"factors": [names[a], names[a + 1]], "n_score": int(score_rows.sum()),
-                        "linear_r2": float(np.mean([p[0] for p in pair])),
-                        "kernel_r2": float(np.mean([p[1] for p in pair]))})
-    return {"held_out": f"u > {HELD_OUT}", "linear_r2": _mean(per_latent, "linear_r2"),
-            "kernel_r2": _mean(per_latent, "kernel_r2"), "per_latent": per_latent,
-            "composition": {"linear_r2": _mean(corners, "linear_r2"),
-                            "kernel_r2": _mean(corners, "kernel_r2"), "corners": corners}}
+    """Per latent and mean extrapolation R², and the composition corners, of read-outs fitted on
+    ``(z_fit, h_fit)`` and scored on ``(z_score, h_score)``."""
+    return ExtrapolationReadouts.fit(z_fit, h_fit, kernel).score(z_score, h_score, names)
 
 
 def _mean(rows: list[dict[str, Any]], key: str) -> float | None:

@@ -11,10 +11,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, lstsq
 from scipy.optimize import linear_sum_assignment, minimize
-from scipy.spatial.distance import cdist
 from scipy.stats import rankdata, spearmanr
 
 KERNEL_ALPHAS = (1.0, 0.1, 0.01, 0.001)
@@ -46,11 +47,27 @@ def latent_variance(z: np.ndarray) -> np.ndarray:
     return np.where(constant_columns(z), 0.0, z.var(0))
 
 
+@dataclass(frozen=True)
+class AffineReadout:
+    """The affine least-squares read-out of targets from features, fitted once and applied to any set."""
+
+    coef: np.ndarray  # (d + 1, targets): the weights, then the intercept
+
+    @classmethod
+    def fit(cls, h_fit: np.ndarray, y_fit: np.ndarray) -> AffineReadout:
+        design = np.hstack([h_fit, np.ones((len(h_fit), 1))]).astype(np.float64)
+        # numpy's cut-off for a zero singular value; scipy's LAPACK, as every other solve here (one BLAS
+        # thread pool: numpy's and scipy's pools, alternating, wait on each other's idle threads)
+        cutoff = np.finfo(np.float64).eps * max(design.shape)
+        return cls(lstsq(design, y_fit.astype(np.float64), cond=cutoff, lapack_driver="gelss")[0])
+
+    def predict(self, h: np.ndarray) -> np.ndarray:
+        return np.hstack([h, np.ones((len(h), 1))]) @ self.coef
+
+
 def affine_predict(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray) -> np.ndarray:
     """Predictions on ``h_score`` of the affine least-squares read-out from ``h_fit`` to ``y_fit``."""
-    design = np.hstack([h_fit, np.ones((len(h_fit), 1))]).astype(np.float64)
-    coef, *_ = np.linalg.lstsq(design, y_fit.astype(np.float64), rcond=None)
-    return np.hstack([h_score, np.ones((len(h_score), 1))]) @ coef
+    return AffineReadout.fit(h_fit, y_fit).predict(h_score)
 
 
 def linear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray,
@@ -59,13 +76,18 @@ def linear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray,
     return r2_per_latent(z_score.astype(np.float64), affine_predict(h_fit, z_fit, h_score))
 
 
-def _rbf(a: np.ndarray, b: np.ndarray, gamma: float) -> np.ndarray:
-    return _rbf_of(cdist(a, b, "sqeuclidean"), gamma)
+def _squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances between the rows of ``a`` and ``b`` as one matrix product
+    (|a|² + |b|² - 2 a·b, at least 0): for features of many dimensions far faster than a loop over
+    pairs, and equal to it within rounding."""
+    out = a @ b.T
+    out *= -2.0
+    out += (a * a).sum(1)[:, None]
+    out += (b * b).sum(1)[None, :]
+    return np.maximum(out, 0.0, out=out)
 
 
 def _rbf_of(squared_distances: np.ndarray, gamma: float) -> np.ndarray:
-    """``_rbf`` from distances already computed: ``cdist`` computes each pair alone, so a block of the
-    whole matrix holds the same bits as ``cdist`` of the block's rows."""
     return np.exp(-gamma * squared_distances)
 
 
@@ -78,26 +100,58 @@ def _ridge_solve(kernel: np.ndarray, targets: np.ndarray, alpha: float) -> np.nd
         return np.linalg.lstsq(k, targets, rcond=None)[0]
 
 
-def nonlinear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,
-                 seed: int = 0) -> tuple[np.ndarray, list[dict[str, float]]]:
-    """Per-latent R^2 of RBF kernel ridge regression and the (alpha, gamma) chosen per latent.
+@dataclass(frozen=True)
+class KernelReadout:
+    """RBF kernel ridge read-outs of several targets from one fit set, each target with its own
+    (alpha, gamma): features standardised with fit-set statistics, gamma given per feature dimension
+    (``gamma / d``), at most ``KERNEL_SUBSAMPLE`` fit points drawn with ``seed``. Fitted once and
+    applied to any set (the score rows, an OOD split, a fresh draw); targets that share a choice
+    share one kernel matrix and one factorisation, and every prediction one distance matrix."""
 
-    Features are standardised with fit-set statistics; gamma is given per feature dimension
-    (``gamma / d``) so the grid means the same for any d. At most ``KERNEL_SUBSAMPLE`` fit points
-    (drawn with ``seed``) are used; the grid is searched with ``KERNEL_FOLDS``-fold CV.
-    """
+    mean: np.ndarray
+    std: np.ndarray
+    points: np.ndarray  # the standardised fit points the kernels are centred on
+    offset: np.ndarray  # each target's mean over the points
+    groups: tuple[tuple[float, np.ndarray, np.ndarray], ...]  # (gamma / d, target columns, dual coefficients)
+
+    @classmethod
+    def fit(cls, h_fit: np.ndarray, y_fit: np.ndarray, chosen: list[dict[str, float]], seed: int = 0
+            ) -> KernelReadout:
+        """Fit target ``j`` of ``y_fit`` (n, targets) with ``chosen[j]``'s alpha and gamma."""
+        mean, std = h_fit.mean(0), h_fit.std(0)
+        std = np.where(std > 0, std, 1.0)
+        pick = np.random.default_rng(seed).permutation(len(h_fit))[:KERNEL_SUBSAMPLE]
+        points, y = (h_fit[pick] - mean) / std, y_fit[pick].astype(np.float64)
+        distances, offset, d = _squared_distances(points, points), y.mean(0), points.shape[1]
+        by_choice: dict[tuple[float, float], list[int]] = {}
+        for j, choice in enumerate(chosen):
+            by_choice.setdefault((choice["alpha"], choice["gamma"]), []).append(j)
+        groups = tuple((gamma / d, np.array(columns),
+                        _ridge_solve(_rbf_of(distances, gamma / d), y[:, columns] - offset[columns], alpha))
+                       for (alpha, gamma), columns in by_choice.items())
+        return cls(mean, std, points, offset, groups)
+
+    def predict(self, h: np.ndarray) -> np.ndarray:
+        distances = _squared_distances((h - self.mean) / self.std, self.points)
+        out = np.empty((len(h), len(self.offset)))
+        for gamma, columns, coef in self.groups:
+            out[:, columns] = _rbf_of(distances, gamma) @ coef + self.offset[columns]
+        return out
+
+
+def choose_kernels(z_fit: np.ndarray, h_fit: np.ndarray, seed: int = 0) -> list[dict[str, float]]:
+    """The (alpha, gamma) of each latent's kernel read-out: the grid point with the best
+    ``KERNEL_FOLDS``-fold cross-validated R² on the fit points ``KernelReadout`` uses."""
     mean, std = h_fit.mean(0), h_fit.std(0)
     std = np.where(std > 0, std, 1.0)
-    a = (h_fit - mean) / std
-    b = (h_score - mean) / std
     rng = np.random.default_rng(seed)
-    pick = rng.permutation(len(a))[:KERNEL_SUBSAMPLE]
-    a, y = a[pick], z_fit[pick].astype(np.float64)
+    pick = rng.permutation(len(h_fit))[:KERNEL_SUBSAMPLE]  # the draw KernelReadout.fit makes
+    a, y = (h_fit[pick] - mean) / std, z_fit[pick].astype(np.float64)
     d = a.shape[1]
     folds = np.array_split(rng.permutation(len(a)), KERNEL_FOLDS)
     grid = [(alpha, gamma) for gamma in KERNEL_GAMMAS for alpha in KERNEL_ALPHAS]
     cv = np.zeros((len(grid), y.shape[1]))
-    fit_distances = cdist(a, a, "sqeuclidean")  # once: every fold and gamma reads blocks of it
+    fit_distances = _squared_distances(a, a)  # once: every fold and gamma reads blocks of it
     for fold in folds:
         train = np.setdiff1d(np.arange(len(a)), fold)
         train_distances = fit_distances[np.ix_(train, train)]
@@ -109,58 +163,42 @@ def nonlinear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_sc
             for j, alpha in enumerate(KERNEL_ALPHAS):
                 coef = _ridge_solve(k_train, y[train] - y_mean, alpha)
                 cv[g * len(KERNEL_ALPHAS) + j] += r2_per_latent(y[fold], k_test @ coef + y_mean)
-    best = cv.argmax(0)
-    scores = np.empty(y.shape[1])
-    y_mean = y.mean(0)
-    for choice in np.unique(best):
-        alpha, gamma = grid[choice]
-        latents = np.flatnonzero(best == choice)
-        coef = _ridge_solve(_rbf_of(fit_distances, gamma / d), y[:, latents] - y_mean[latents], alpha)
-        prediction = _rbf(b, a, gamma / d) @ coef + y_mean[latents]
-        scores[latents] = r2_per_latent(z_score[:, latents].astype(np.float64), prediction)
-    chosen = [{"alpha": grid[c][0], "gamma": float(grid[c][1])} for c in best]
-    return scores, chosen
+    return [{"alpha": grid[c][0], "gamma": float(grid[c][1])} for c in cv.argmax(0)]
 
 
-def kernel_r2_with(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,
-                   chosen: list[dict[str, float]], seed: int = 0) -> np.ndarray:
-    """Per-latent R² of the kernel read-outs ``nonlinear_r2`` chose (``chosen``: its (alpha, gamma) per
-    latent), fitted on the fit set as it fits them and scored on another set (a fresh draw)."""
-    scores = np.empty(z_score.shape[1])
-    groups: dict[tuple[float, float], list[int]] = {}
-    for j, choice in enumerate(chosen):
-        groups.setdefault((choice["alpha"], choice["gamma"]), []).append(j)
-    for (alpha, gamma), latents in groups.items():
-        prediction = kernel_ridge_predict(h_fit, z_fit[:, latents], h_score, alpha, gamma, seed)
-        scores[latents] = r2_per_latent(z_score[:, latents].astype(np.float64), prediction)
-    return scores
+def nonlinear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,
+                 seed: int = 0) -> tuple[np.ndarray, list[dict[str, float]]]:
+    """Per-latent R^2 of RBF kernel ridge regression and the (alpha, gamma) chosen per latent
+    (``choose_kernels``, then ``KernelReadout`` fitted on the fit set and scored on the score set)."""
+    chosen = choose_kernels(z_fit, h_fit, seed)
+    prediction = KernelReadout.fit(h_fit, z_fit, chosen, seed).predict(h_score)
+    return r2_per_latent(z_score.astype(np.float64), prediction), chosen
 
 
-def kernel_ridge_predict(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray, alpha: float,
-                         gamma: float, seed: int = 0) -> np.ndarray:
-    """Predictions of RBF kernel ridge with fixed (alpha, gamma), fitted as ``nonlinear_r2`` fits
-    (fit-set standardisation, ``gamma / d``, at most ``KERNEL_SUBSAMPLE`` fit points drawn with ``seed``)."""
-    mean, std = h_fit.mean(0), h_fit.std(0)
-    std = np.where(std > 0, std, 1.0)
-    pick = np.random.default_rng(seed).permutation(len(h_fit))[:KERNEL_SUBSAMPLE]
-    a, y = (h_fit[pick] - mean) / std, y_fit[pick].astype(np.float64)
-    d = a.shape[1]
-    coef = _ridge_solve(_rbf(a, a, gamma / d), y - y.mean(0), alpha)
-    return _rbf((h_score - mean) / std, a, gamma / d) @ coef + y.mean(0)
+@dataclass(frozen=True)
+class Readouts:
+    """The protocol's two read-outs of some latents, affine and kernel, fitted on one set of rows."""
 
+    linear: AffineReadout
+    kernel: KernelReadout
 
-def transfer_r2(h_fit: np.ndarray, y_fit: np.ndarray, h_score: np.ndarray, y_score: np.ndarray,
-                kernel: dict[str, float], variance: float) -> tuple[float, float]:
-    """Linear and kernel R² of one latent's read-outs fitted on ``(h_fit, y_fit)`` and scored on
-    ``(h_score, y_score)``, a set elsewhere in the latent space: ``1 - MSE / variance`` against a given
-    ``variance`` (the latent's over the whole in-distribution score set, so a score on a narrow region
-    reads on the usual R² scale), clipped to [0, 1]. The kernel read-out reuses ``kernel`` (the
-    ``alpha`` and ``gamma`` that ``nonlinear_r2`` chose for the latent in distribution)."""
-    if len(y_score) == 0 or variance <= 0:
-        return 0.0, 0.0
-    linear = affine_predict(h_fit, y_fit, h_score)
-    nonlinear = kernel_ridge_predict(h_fit, y_fit[:, None], h_score, kernel["alpha"], kernel["gamma"])[:, 0]
-    return tuple(_bounded_r2(y_score, p, variance) for p in (linear, nonlinear))
+    @classmethod
+    def fit(cls, h_fit: np.ndarray, y_fit: np.ndarray, chosen: list[dict[str, float]], seed: int = 0
+            ) -> Readouts:
+        return cls(AffineReadout.fit(h_fit, y_fit), KernelReadout.fit(h_fit, y_fit, chosen, seed))
+
+    def transfer_r2(self, h_score: np.ndarray, y_score: np.ndarray, variance: np.ndarray
+                    ) -> list[tuple[float, float]]:
+        """Linear and kernel R² per target on ``(h_score, y_score)``, a set elsewhere in the latent space:
+        ``1 - MSE / variance`` against a given ``variance`` per target (the latent's over the whole
+        in-distribution score set, so a score on a narrow region reads on the usual R² scale), clipped
+        to [0, 1]; an empty set or a target without variance scores 0."""
+        if len(y_score) == 0:
+            return [(0.0, 0.0)] * len(variance)
+        linear, nonlinear = self.linear.predict(h_score), self.kernel.predict(h_score)
+        return [(0.0, 0.0) if v <= 0 else (_bounded_r2(y_score[:, j], linear[:, j], v),
+                                           _bounded_r2(y_score[:, j], nonlinear[:, j], v))
+                for j, v in enumerate(variance)]
 
 
 def _bounded_r2(y: np.ndarray, prediction: np.ndarray, variance: float) -> float:

@@ -5,7 +5,7 @@ space out of its training and in-distribution test splits and renders one test s
 The read-outs of ``ident3d-eval-v1`` (the affine one and the kernel one, with the (alpha, gamma)
 chosen per latent in distribution) are fitted on the in-distribution fit half, as always, and scored
 on each OOD split: R² per latent against the latent's variance over the in-distribution score half,
-so a region's score reads on the in-distribution scale (see ``ident3d.metrics.transfer_r2``), and
+so a region's score reads on the in-distribution scale (see ``ident3d.metrics.Readouts.transfer_r2``), and
 the same quantity on the in-distribution score half beside it. Unlike read-out extrapolation
 (``ident3d.extrapolation``), the encoder itself never saw these regions: a gap here is the encoder's
 and the read-out's together.
@@ -20,33 +20,31 @@ from typing import Any
 
 import numpy as np
 
-from ident3d.metrics import latent_variance, transfer_r2
+from ident3d.metrics import Readouts, latent_variance
 
 log = logging.getLogger(__name__)
 
 
-def _per_latent(z_fit, h_fit, z_score, h_score, kernel, variance, names) -> list[dict[str, Any]]:
-    rows = []
-    for j, name in enumerate(names):
-        linear, nonlinear = transfer_r2(h_fit, z_fit[:, j], h_score, z_score[:, j], kernel[j], variance[j])
-        rows.append({"factor": name, "linear_r2": linear, "kernel_r2": nonlinear})
-    return rows
+def _per_latent(readouts: Readouts, z_score, h_score, variance, names) -> list[dict[str, Any]]:
+    return [{"factor": name, "linear_r2": linear, "kernel_r2": nonlinear}
+            for name, (linear, nonlinear) in zip(names, readouts.transfer_r2(h_score, z_score, variance),
+                                                  strict=True)]
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {key: float(np.mean([r[key] for r in rows])) for key in ("linear_r2", "kernel_r2")}
 
 
-def ood_scores(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,
-               kernel: list[dict[str, float]], names: list[str],
+def ood_scores(readouts: Readouts, z_score: np.ndarray, h_score: np.ndarray, names: list[str],
                splits: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
-    """In-distribution and per-OOD-split linear and kernel R² (means and per latent); ``splits``
-    maps a split's name to its (latents, features)."""
+    """In-distribution and per-OOD-split linear and kernel R² (means and per latent) of the
+    in-distribution ``readouts`` (fitted on the fit half); ``(z_score, h_score)`` is the in-distribution
+    score set and ``splits`` maps a split's name to its (latents, features)."""
     variance = latent_variance(z_score)
-    reference = _per_latent(z_fit, h_fit, z_score, h_score, kernel, variance, names)
+    reference = _per_latent(readouts, z_score, h_score, variance, names)
     out = []
     for split, (z, h) in splits.items():
-        rows = _per_latent(z_fit, h_fit, z, h, kernel, variance, names)
+        rows = _per_latent(readouts, z, h, variance, names)
         out.append({"split": split, "n": len(z), **_summary(rows), "per_latent": rows})
     return {"in_distribution": {**_summary(reference), "per_latent": reference}, "splits": out}
 

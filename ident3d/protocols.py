@@ -16,9 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ident3d.extrapolation import ExtrapolationReadouts
+    from ident3d.metrics import Readouts
 
 SPLIT_SEED = 0  # the seeded permutation that splits the rows into fit and score sets
 CLICA_SAMPLE = 4096
@@ -42,7 +46,8 @@ class Scores:
     """What a protocol measured on one split: raw per-latent values in latent order (None for a
     metric the protocol does not compute), the rows that fitted the read-outs and the rows scored,
     the Pearson matching of features to latents, the kernel ridge choices, and the companion
-    protocols' sections by result key (``dci``, ``extrapolation``, ``ood``)."""
+    protocols' sections by result key (``dci``, ``extrapolation``, ``ood``); and the fitted read-outs
+    (of ``ident3d-eval-v1``), which score a fresh draw with no refit."""
 
     linear_r2: np.ndarray
     mcc_pearson: np.ndarray
@@ -55,6 +60,8 @@ class Scores:
     companions: dict[str, dict[str, Any]] = field(default_factory=dict)
     assignment_spearman: np.ndarray | None = None
     unseen: np.ndarray | None = None  # rows no read-out was fitted or matched on (default: test)
+    readouts: Readouts | None = None  # the affine and kernel read-outs of every latent, on the fit rows
+    extrapolation: ExtrapolationReadouts | None = None  # read-out extrapolation's, on the fit rows
 
     def unseen_rows(self) -> np.ndarray:
         """The rows a fresh draw's gap compares with: read by the fitted read-outs as the draw is, so
@@ -120,38 +127,41 @@ class HeldOutHalves(ScoringProtocol):
               ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
         from ident3d import metrics
         from ident3d.dci import dci
-        from ident3d.extrapolation import readout_extrapolation
+        from ident3d.extrapolation import ExtrapolationReadouts
         from ident3d.ood import ood_scores
 
         order = np.random.default_rng(SPLIT_SEED).permutation(len(z))
         fit, test = order[: len(z) // 2], order[len(z) // 2:]
-        nonlinear, kernel = metrics.nonlinear_r2(z[fit], h[fit], z[test], h[test], seed=SPLIT_SEED)
+        kernel = metrics.choose_kernels(z[fit], h[fit], seed=SPLIT_SEED)
+        readouts = metrics.Readouts.fit(h[fit], z[fit], kernel, seed=SPLIT_SEED)
+        extrapolation = ExtrapolationReadouts.fit(z[fit], h[fit], kernel)
         _, assign_p = metrics.mcc(z[fit], h[fit], "pearson")
         _, assign_s = metrics.mcc(z[fit], h[fit], "spearman")
         pearson, _ = metrics.mcc(z[test], h[test], "pearson", assign_p)
         spearman, _ = metrics.mcc(z[test], h[test], "spearman", assign_s)
         names = names or [f"latent_{j}" for j in range(z.shape[1])]
         companions = {"dci": _versioned("ident3d-dci", dci(z[fit], h[fit], z[test], h[test])),
-                      "extrapolation": _versioned("ident3d-extrapolation", readout_extrapolation(
-                          z[fit], h[fit], z[test], h[test], kernel, names))}
+                      "extrapolation": _versioned("ident3d-extrapolation",
+                                                  extrapolation.score(z[test], h[test], names))}
         if ood:
-            companions["ood"] = _versioned("ident3d-ood", ood_scores(z[fit], h[fit], z[test], h[test], kernel,
-                                                                     names, ood))
-        return Scores(linear_r2=metrics.linear_r2(z[fit], h[fit], z[test], h[test]), mcc_pearson=pearson,
-                      assignment=assign_p, fit=fit, test=test, nonlinear_r2=nonlinear, mcc_spearman=spearman,
-                      kernel=kernel, companions=companions, assignment_spearman=assign_s)
+            companions["ood"] = _versioned("ident3d-ood", ood_scores(readouts, z[test], h[test], names, ood))
+        score_z = z[test].astype(np.float64)
+        return Scores(linear_r2=metrics.r2_per_latent(score_z, readouts.linear.predict(h[test])),
+                      mcc_pearson=pearson, assignment=assign_p, fit=fit, test=test,
+                      nonlinear_r2=metrics.r2_per_latent(score_z, readouts.kernel.predict(h[test])),
+                      mcc_spearman=spearman, kernel=kernel, companions=companions,
+                      assignment_spearman=assign_s, readouts=readouts, extrapolation=extrapolation)
 
     def score_draw(self, z_fit: np.ndarray, h_fit: np.ndarray, public: Scores, z: np.ndarray, h: np.ndarray,
                    names: list[str] | None = None,
                    ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
-        """The public split's read-outs scored on the draw: linear and kernel R² (the kernels chosen on
-        the public split), both MCCs with the public matchings, read-out extrapolation (fitted on the
-        public fit rows, scored on the draw) and the draw's region splits. DCI is fitted and scored on
-        the draw's own halves: its D and C describe the fitted read-out itself, which a model that
-        memorised the public split would shape."""
+        """The public split's read-outs scored on the draw with no refit: linear and kernel R² (the
+        kernels chosen on the public split), both MCCs with the public matchings, read-out extrapolation
+        and the draw's region splits. DCI is fitted and scored on the draw's own halves: its D and C
+        describe the fitted read-out itself, which a model that memorised the public split would
+        shape."""
         from ident3d import metrics
         from ident3d.dci import dci
-        from ident3d.extrapolation import readout_extrapolation
         from ident3d.ood import ood_scores
 
         names = names or [f"latent_{j}" for j in range(z.shape[1])]
@@ -160,16 +170,18 @@ class HeldOutHalves(ScoringProtocol):
         order = np.random.default_rng(SPLIT_SEED).permutation(len(z))
         first, second = order[: len(z) // 2], order[len(z) // 2:]
         companions = {"dci": _versioned("ident3d-dci", dci(z[first], h[first], z[second], h[second])),
-                      "extrapolation": _versioned("ident3d-extrapolation", readout_extrapolation(
-                          z_fit, h_fit, z, h, public.kernel, names))}
+                      "extrapolation": _versioned("ident3d-extrapolation",
+                                                  public.extrapolation.score(z, h, names))}
         if ood:
-            companions["ood"] = _versioned("ident3d-ood", ood_scores(z_fit, h_fit, z, h, public.kernel, names,
-                                                                     ood))
-        return Scores(linear_r2=metrics.linear_r2(z_fit, h_fit, z, h), mcc_pearson=pearson,
-                      assignment=public.assignment, fit=public.fit, test=np.arange(len(z)),
-                      nonlinear_r2=metrics.kernel_r2_with(z_fit, h_fit, z, h, public.kernel, seed=SPLIT_SEED),
+            companions["ood"] = _versioned("ident3d-ood", ood_scores(public.readouts, z, h, names, ood))
+        score_z = z.astype(np.float64)
+        return Scores(linear_r2=metrics.r2_per_latent(score_z, public.readouts.linear.predict(h)),
+                      mcc_pearson=pearson, assignment=public.assignment, fit=public.fit,
+                      test=np.arange(len(z)),
+                      nonlinear_r2=metrics.r2_per_latent(score_z, public.readouts.kernel.predict(h)),
                       mcc_spearman=spearman, kernel=public.kernel, companions=companions,
-                      assignment_spearman=public.assignment_spearman)
+                      assignment_spearman=public.assignment_spearman, readouts=public.readouts,
+                      extrapolation=public.extrapolation)
 
 
 def _versioned(companion: str, section: dict[str, Any]) -> dict[str, Any]:

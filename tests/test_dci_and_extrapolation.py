@@ -89,8 +89,9 @@ def test_a_read_out_without_a_finite_error_scores_zero_not_nan():
     far = h[SCORE].copy()
     far[0] = np.nan  # what a prediction of inf - inf leaves; np.clip would keep it
     kernel = {"alpha": 1.0, "gamma": 0.1}
-    y = Z[:, 0]
-    assert metrics.transfer_r2(h[FIT], y[FIT], far, y[SCORE], kernel, float(y.var())) == (0.0, 0.0)
+    y = Z[:, :1]
+    readouts = metrics.Readouts.fit(h[FIT], y[FIT], [kernel])
+    assert readouts.transfer_r2(far, y[SCORE], y.var(0)) == [(0.0, 0.0)]
 
 
 def test_block_scores_split_content_from_style():

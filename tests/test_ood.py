@@ -16,6 +16,7 @@ from scipy.stats import kstest
 from ident3d import tracks
 from ident3d.atomic import sha256_array
 from ident3d.errors import DatasetError, LatentError, SubmissionError
+from ident3d.metrics import Readouts
 from ident3d.ood import ood_scores
 from ident3d.regions import Region, sample_in_regions, split_latents
 from ident3d.submissions import Standardisation
@@ -85,7 +86,7 @@ def test_ood_scores_tell_an_affine_code_from_a_nonlinear_one():
 
     def scores(encode):
         h_in, h_out = encode(z_in), encode(z_out)
-        return ood_scores(z_in[:half], h_in[:half], z_in[half:], h_in[half:], kernel, names,
+        return ood_scores(Readouts.fit(h_in[:half], z_in[:half], kernel), z_in[half:], h_in[half:], names,
                           {"z0 > 0.6": (z_out, h_out)})
 
     mix = rng.normal(size=(4, 4))
@@ -107,7 +108,7 @@ def test_a_constant_latent_scores_zero_whatever_the_rounding_of_its_variance():
     kernel = [{"alpha": 0.01, "gamma": 1.0}] * 3
     fit, score = np.flatnonzero(~held)[:100], np.flatnonzero(~held)[100:]
     assert z[score, 1].var() != 0  # numpy's variance of the constant is rounding noise here, not 0
-    result = ood_scores(z[fit], h[fit], z[score], h[score], kernel, ["a", "b", "c"],
+    result = ood_scores(Readouts.fit(h[fit], z[fit], kernel), z[score], h[score], ["a", "b", "c"],
                         {"a > 0.5": (z[held], h[held])})
     for rows in (result["in_distribution"]["per_latent"], result["splits"][0]["per_latent"]):
         assert rows[1]["linear_r2"] == rows[1]["kernel_r2"] == 0.0
