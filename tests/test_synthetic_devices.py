@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.stats import ks_2samp
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from ident3d.baselines.synthetic import device_sampling
 from ident3d.baselines.synthetic import run as run_module
@@ -80,3 +81,49 @@ def test_a_row_trains_on_cuda_with_its_pairs_drawn_there(tmp_path):
 
     result = json.loads(run(get_row("T2.1"), 0, TINY, tmp_path, progress=False, device="cuda").read_text())
     assert result["device"].startswith("cuda") and result["sampler"] == "torch" and np.isfinite(result["r2"])
+
+
+class HostSyncs(TorchDispatchMode):
+    """Counts the operators that make a CUDA stream wait for the host: reading a value back
+    (item, is_nonzero, equal), and shapes that depend on values (nonzero, masked_select, unique, and
+    indexing or assigning with a boolean mask)."""
+
+    READS_VALUES = {"_local_scalar_dense", "item", "is_nonzero", "equal", "nonzero", "masked_select",
+                    "_unique2", "unique_dim", "unique_consecutive"}
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func._schema.name.split("::")[-1]
+        masks = [a for a in (args[1] if name in ("index", "index_put", "index_put_") and len(args) > 1
+                             else ()) if isinstance(a, torch.Tensor) and a.dtype == torch.bool]
+        if name in self.READS_VALUES or masks:
+            self.found.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("row_id", sorted(PROCESSES.values()))
+def test_a_steps_pairs_are_drawn_without_waiting_for_the_host(row_id):
+    process = get_row(row_id).process
+    device_sampling.proposals_for(process)  # the one pilot of a process, before the first step
+    generator = device_sampling.step_generator(torch.device("cpu"), 0, 1)
+    with HostSyncs() as counted:
+        z, positive = device_sampling.pairs(process, generator, 6144)
+    assert counted.found == [], f"{row_id}: {len(counted.found)} host syncs per step ({set(counted.found)})"
+    assert z.shape == positive.shape == (6144, process.dim) and torch.isfinite(positive).all()
+
+
+def test_the_proposals_leave_a_draw_unaccepted_with_negligible_probability():
+    """Measured on each draw's own acceptance (per anchor, not on average): the rejection samplers'
+    chance of a draw ending on an unaccepted proposal stays below 1e-9 for the worst anchor seen."""
+    g = torch.Generator("cpu").manual_seed(7)
+    for row_id in sorted(PROCESSES.values()):
+        process = get_row(row_id).process
+        if process.space != "box" and process.conditional not in ("vmf", "anisotropic-normal"):
+            continue
+        anchors = device_sampling.marginal(process, g, 64)
+        _, accepted = device_sampling._proposals(process, g, anchors)(2000)
+        worst = float(accepted.double().mean(0).min())
+        assert (1 - worst) ** device_sampling.proposals_for(process) < 1e-9, row_id

@@ -6,12 +6,16 @@ The two samplers share distributions, not streams: a run's pairs depend on which
 result and its checkpoint name their sampler and a run resumes only with its own. Conditionals
 truncated to the box are redrawn until inside (the original code's way), where the numpy sampler
 inverts the truncated CDF; both give the truncated distribution (tests/test_synthetic_devices.py
-compares every process of the tables by two-sample Kolmogorov-Smirnov tests).
+compares every process of the tables by two-sample Kolmogorov-Smirnov tests). Every rejection sampler
+here has fixed shapes (a fixed number of proposals per draw, chosen by masks), so no step waits for
+the host: a test counts the operators that would make it wait.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -84,7 +88,7 @@ def _noise(process: Process, g: torch.Generator, shape: tuple[int, ...]) -> torc
 
 def conditional(process: Process, g: torch.Generator, z: torch.Tensor) -> torch.Tensor:
     if process.conditional == "vmf":
-        return _von_mises_fisher(g, z, process.scale)
+        return _von_mises_fisher(g, z, process)
     if process.conditional == "anisotropic-normal":
         return _anisotropic_sphere_normal(g, z, process)
     if process.space == "box":
@@ -93,34 +97,101 @@ def conditional(process: Process, g: torch.Generator, z: torch.Tensor) -> torch.
     return _project(positive) if process.space == "sphere" else positive
 
 
+# Rejection with fixed shapes: every draw gets the same number of proposals, in rounds of at most
+# PER_ROUND, and takes its first accepted one by masks, so no step waits for the host to learn how many
+# were accepted. The number comes from the proposal's acceptance on a pilot batch (once per process, on
+# the CPU) so that a draw has every proposal rejected with probability below FAILURE; such a draw takes
+# its last proposal.
+FAILURE = 1e-15
+PER_ROUND = 16
+PILOT = 4096
+MARGIN = 0.5  # the pilot's acceptance is halved: a box conditional at the box's edge accepts at least
+#               half as often as on average, and the pilot's estimate is itself uncertain
+
+Proposals = Callable[[int], tuple[torch.Tensor, torch.Tensor]]  # k -> (k, n, ...) candidates, (k, n) mask
+
+
+def _rejection(draw: Proposals, proposals: int) -> torch.Tensor:
+    """Each draw's first accepted candidate among ``proposals`` (its last one when none was accepted),
+    drawn in rounds of at most ``PER_ROUND``."""
+    out = done = None
+    for start in range(0, proposals, PER_ROUND):
+        candidates, accepted = draw(min(PER_ROUND, proposals - start))
+        any_accepted = accepted.any(0)
+        first = torch.where(any_accepted, accepted.to(torch.uint8).argmax(0), len(accepted) - 1)
+        index = first.reshape(1, -1, *([1] * (candidates.dim() - 2))).expand(1, *candidates.shape[1:])
+        chosen = candidates.gather(0, index)[0]
+        if out is None:
+            out, done = chosen, any_accepted
+        else:
+            out = torch.where(done.reshape(-1, *([1] * (chosen.dim() - 1))), out, chosen)
+            done = done | any_accepted
+    return out
+
+
+@functools.cache
+def proposals_for(process: Process) -> int:
+    """Proposals per draw that keep a draw's chance of every one being rejected below ``FAILURE``, from
+    the acceptance of one proposal per draw on a pilot batch from a fixed seed: a function of the
+    process only, so a run's pairs stay a function of (seed, step)."""
+    g = torch.Generator("cpu").manual_seed(0)
+    _, accepted = _proposals(process, g, marginal(process, g, PILOT))(1)
+    rate = MARGIN * float(accepted.double().mean())
+    if rate <= 0:
+        raise ValueError(f"{process}: no proposal of a pilot batch of {PILOT} was accepted")
+    return 1 if rate >= 1 else math.ceil(math.log(FAILURE) / math.log1p(-rate))
+
+
+def _proposals(process: Process, g: torch.Generator, z: torch.Tensor) -> Proposals:
+    """The rejection sampler's proposals of ``process``'s conditional around ``z`` (n, dim)."""
+    if process.conditional == "vmf":
+        return _vmf_proposals(g, z, process.scale)
+    if process.conditional == "anisotropic-normal":
+        std = torch.tensor(process.precisions, dtype=z.dtype, device=z.device).rsqrt()
+
+        def shell(k: int) -> tuple[torch.Tensor, torch.Tensor]:
+            candidates = z + _normal(g, (k, *z.shape)) * std
+            norm = candidates.norm(dim=2)
+            return candidates / norm[..., None], (1 - norm).abs() < process.shell
+
+        return shell
+    flat = z.reshape(-1)
+
+    def box(k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        candidates = flat + process.scale * _noise(process, g, (k, len(flat)))
+        return candidates, (candidates >= BOX[0]) & (candidates <= BOX[1])
+
+    return box
+
+
 def _inside_box(process: Process, g: torch.Generator, z: torch.Tensor) -> torch.Tensor:
-    """Each coordinate's positive redrawn until it lies in the box."""
-    flat, out = z.reshape(-1), torch.empty(z.numel(), dtype=z.dtype, device=z.device)
-    todo = torch.arange(z.numel(), device=z.device)
-    while len(todo):
-        candidate = flat[todo] + process.scale * _noise(process, g, (len(todo),))
-        inside = (candidate >= BOX[0]) & (candidate <= BOX[1])
-        out[todo[inside]] = candidate[inside]
-        todo = todo[~inside]
-    return out.reshape(z.shape)
+    """Each coordinate's positive redrawn until it lies in the box (the original's rule); one whose
+    every proposal fell outside (probability below ``FAILURE``) is clipped to the box."""
+    out = _rejection(_proposals(process, g, z), proposals_for(process))
+    return out.clamp(BOX[0], BOX[1]).reshape(z.shape)
 
 
-def _von_mises_fisher(g: torch.Generator, mu: torch.Tensor, kappa: float) -> torch.Tensor:
-    """Wood's (1994) sampler: the cosine to mu by rejection from a Beta, then a uniform tangent."""
+def _vmf_proposals(g: torch.Generator, mu: torch.Tensor, kappa: float) -> Proposals:
+    """Wood's (1994) proposal for the cosine to mu, a transformed Beta, and its acceptance test."""
     n, d = mu.shape
     b = (d - 1) / (2 * kappa + math.sqrt(4 * kappa**2 + (d - 1) ** 2))
     x0 = (1 - b) / (1 + b)
     c = kappa * x0 + (d - 1) * math.log(1 - x0**2)
-    w = torch.empty(n, dtype=mu.dtype, device=mu.device)
-    todo = torch.arange(n, device=mu.device)
-    while len(todo):
-        first, second = (_gamma(g, (len(todo),), (d - 1) / 2) for _ in range(2))
+
+    def cosines(k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        first, second = (_gamma(g, (k, n), (d - 1) / 2) for _ in range(2))
         beta = first / (first + second)
         cosine = (1 - (1 + b) * beta) / (1 - (1 - b) * beta)
         log_ratio = kappa * cosine + (d - 1) * torch.log(1 - x0 * cosine) - c
-        accept = log_ratio >= torch.log(_uniform(g, (len(todo),)))
-        w[todo[accept]] = cosine[accept]
-        todo = todo[~accept]
+        return cosine, log_ratio >= torch.log(_uniform(g, (k, n)))
+
+    return cosines
+
+
+def _von_mises_fisher(g: torch.Generator, mu: torch.Tensor, process: Process) -> torch.Tensor:
+    """Wood's (1994) sampler: the cosine to mu by rejection from a Beta, then a uniform tangent."""
+    n, d = mu.shape
+    w = _rejection(_proposals(process, g, mu), proposals_for(process))
     tangent = _normal(g, (n, d))
     tangent = _project(tangent - (tangent * mu).sum(1, keepdim=True) * mu)
     return w[:, None] * mu + (1 - w**2).clamp(min=0).sqrt()[:, None] * tangent
@@ -128,13 +199,4 @@ def _von_mises_fisher(g: torch.Generator, mu: torch.Tensor, kappa: float) -> tor
 
 def _anisotropic_sphere_normal(g: torch.Generator, mu: torch.Tensor, process: Process) -> torch.Tensor:
     """mu plus N(0, diag(1 / precisions)), redrawn until within ``shell`` of the sphere, projected."""
-    std = torch.tensor(process.precisions, dtype=mu.dtype, device=mu.device).rsqrt()
-    out = torch.empty_like(mu)
-    todo = torch.arange(len(mu), device=mu.device)
-    while len(todo):
-        candidate = mu[todo] + _normal(g, (len(todo), mu.shape[1])) * std
-        norm = candidate.norm(dim=1)
-        accept = (1 - norm).abs() < process.shell
-        out[todo[accept]] = candidate[accept] / norm[accept, None]
-        todo = todo[~accept]
-    return out
+    return _rejection(_proposals(process, g, mu), proposals_for(process))
