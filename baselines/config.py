@@ -5,6 +5,7 @@ from ``baselines/presets/`` and then by command-line values.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
@@ -61,7 +62,7 @@ class TrainConfig:
     loss_lr: float = 1e-3  # learnable loss parameters (AnInfoNCE's Lambda)
     seed: int = 0
     # runtime
-    device: str = "auto"  # auto | cpu | cuda
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
     amp: bool = True  # bf16 autocast on CUDA (ignored on CPU)
     compile: bool = False  # torch.compile the encoder
     workers: int = -1  # DataLoader processes; -1: 0 on CPU, up to 8 on CUDA
@@ -72,13 +73,15 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         choices = {"positives": SOURCES, "loss": LOSSES, "space": tuple(OUTPUT_SPACES),
-                   "device": ("auto", "cpu", "cuda"), "index": ("flat", "ivf"), "stem": STEMS,
+                   "index": ("flat", "ivf"), "stem": STEMS,
                    "lr_schedule": ("constant", "cosine"), "negatives": NEGATIVES,
                    "precision_map": tuple(PRECISION_MAPS)}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise TrainingError(f"config {name} = {getattr(self, name)!r}; expected one of "
                                     f"{', '.join(allowed)}")
+        if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", str(self.device)):
+            raise TrainingError(f"config device = {self.device!r}; expected auto, cpu, cuda or cuda:N")
         for name, high in UPPER_BOUNDS.items():
             low = 0 if name == "seed" else 1
             if not low <= getattr(self, name) <= high:

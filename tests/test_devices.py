@@ -21,3 +21,18 @@ def test_a_missing_gpu_or_an_unknown_device_is_named_with_the_fix():
         resolve_device("meta")
     with pytest.raises(DeviceError, match="'toaster' is not a torch device"):
         resolve_device("toaster")
+
+
+def test_every_training_verb_takes_cuda_n_as_the_docs_say():
+    from ident3d.baselines.config import TrainConfig
+    from ident3d.cli import build_parser
+    from ident3d.errors import TrainingError
+
+    parser = build_parser()
+    assert parser.parse_args(["train", "--preset", "normal-box", "--data", "d", "--out", "o",
+                              "--device", "cuda:1"]).device == "cuda:1"
+    assert parser.parse_args(["synthetic", "run", "--row", "T2.1", "--out", "o", "--device", "cuda:0"]
+                             ).device == "cuda:0"
+    assert TrainConfig(device="cuda:1").device == "cuda:1"
+    with pytest.raises(TrainingError, match="expected auto, cpu, cuda or cuda:N"):
+        TrainConfig(device="cuda:one")

@@ -15,9 +15,9 @@ EXAMPLE = ("ident3d synthetic rows\n"
 
 
 def _device_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", type=device_name, choices=["auto", "cpu", "cuda"], metavar="{cpu,gpu,auto}",
-                   default="auto", help="where to train (default auto: CUDA when present); on a GPU torch "
-                                        "draws the pairs there, on the CPU numpy does")
+    p.add_argument("--device", type=device_name, metavar="{cpu,gpu,cuda:N,auto}", default="auto",
+                   help="where to train (default auto: CUDA when present); on a GPU torch draws the pairs "
+                        "there, on the CPU numpy does")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -27,8 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="one setting on top of --config, e.g. --set tau=0.5 --set scale=[0.1,0.2]; "
                         "repeatable; any field of TrainConfig in baselines/config.py")
     p.add_argument("--out", type=Path, required=True, help="run folder (checkpoints, logs, exports)")
-    p.add_argument("--device", type=device_name, choices=["auto", "cpu", "cuda"], metavar="{cpu,gpu,auto}",
-                   help="gpu (= cuda), cpu, or auto; default: the preset's")
+    p.add_argument("--device", type=device_name, metavar="{cpu,gpu,cuda:N,auto}",
+                   help="gpu (= cuda), cuda:N, cpu, or auto; default: the preset's")
     p.add_argument("--iterations", type=positive_int, help="default: the preset's")
     p.add_argument("--batch-size", type=positive_int, help="default: the preset's")
     p.add_argument("--lr", type=positive_float, help="encoder learning rate; default: the preset's")
