@@ -18,6 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ident3d import atomic
+from ident3d.devices import cpu_model
 
 HERE = Path(__file__).resolve().parent
 BEFORE = "c1d7689"  # main before the speed work (issue "Speed toward the limit"); same machine
@@ -34,16 +35,6 @@ SECTIONS = [  # (title, module, what the ratios compare against, the figures at 
     ("Training on CPU", "benchmarks.train_throughput", "contiguous memory (the layout used before)",
      "about 170 images/s at 64 px"),
 ]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def versions() -> str:

@@ -4,6 +4,9 @@ line's ``--device`` spelling (cpu, gpu, auto, cuda, cuda:N) is normalised by
 
 from __future__ import annotations
 
+import platform
+from pathlib import Path
+
 import torch
 
 from ident3d.errors import DeviceError
@@ -24,3 +27,21 @@ def resolve_device(requested: str | None) -> torch.device:
     if dev.type not in ("cpu", "cuda"):
         raise DeviceError(f"--device {requested}: only cpu and cuda are supported. Fix: use one.")
     return dev
+
+
+def cpu_model() -> str:
+    """The processor's model name (Linux's /proc/cpuinfo, else what the platform says)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def device_description(device: torch.device) -> str:
+    """What a result says it ran on: the GPU's name, or the CPU's model and the threads torch used."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{cpu_model()}, {torch.get_num_threads()} threads"

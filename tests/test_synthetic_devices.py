@@ -127,3 +127,20 @@ def test_the_proposals_leave_a_draw_unaccepted_with_negligible_probability():
         _, accepted = device_sampling._proposals(process, g, anchors)(2000)
         worst = float(accepted.double().mean(0).min())
         assert (1 - worst) ** device_sampling.proposals_for(process) < 1e-9, row_id
+
+
+def test_a_run_records_its_precision_wall_time_device_and_versions_and_bf16_is_its_own_result(tmp_path):
+    import json
+
+    plain = json.loads(run(get_row("T2.2"), 0, TINY, tmp_path, progress=False, device="cpu").read_text())
+    assert "precision" not in plain["budget"]  # fp32, as every result before the option said
+    assert plain["wall_seconds"] > 0 and plain["torch"] == torch.__version__ and "cuda" in plain
+    assert "threads" in plain["device_name"]
+    bf16 = run(get_row("T2.2"), 0, Budget(steps=4, batch_size=16, eval_every=2, precision="bf16"), tmp_path,
+               progress=False, device="cpu")
+    assert bf16.name.endswith("-bf16.json")
+    result = json.loads(bf16.read_text())
+    assert result["budget"]["precision"] == "bf16" and np.isfinite(result["r2"]) and result["r2"] != plain["r2"]
+    assert Budget.parse(plain["budget"], "a result", complete=True) == Budget(**{**plain["budget"]})
+    with pytest.raises(TrainingError, match="TF32 is a mode of CUDA matmuls"):
+        run(get_row("T2.2"), 0, Budget(steps=4, precision="tf32"), tmp_path, progress=False, device="cpu")

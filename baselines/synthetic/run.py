@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from ident3d.baselines.models import MLPEncoder
 from ident3d.baselines.synthetic import device_sampling
 from ident3d.baselines.synthetic.processes import invertible_mlp
 from ident3d.baselines.synthetic.table import COLUMNS, Row, get_row
-from ident3d.devices import resolve_device
+from ident3d.devices import device_description, resolve_device
 from ident3d.errors import TrainingError
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,10 @@ EVAL_POINTS = 4096
 EVAL_STREAM = 2**32 - 1  # second key of the held-out sample's random stream (steps use 0, 1, ...)
 PERMUTATIONS = 10_000
 SAMPLERS = ("numpy", "torch")  # numpy on the CPU (processes.py), torch on the device (device_sampling.py)
+# fp32: float32 throughout (TF32 off); tf32: CUDA matmuls round their inputs to TF32's 10-bit mantissa;
+# bf16: the encoder and the loss under bfloat16 autocast (matmuls in bfloat16, reductions in float32)
+PRECISIONS = ("fp32", "tf32", "bf16")
+ADDED_LATER = {"precision"}  # budget fields a result written before them lacks (their default applies)
 
 
 @dataclass(frozen=True)
@@ -49,13 +55,14 @@ class Budget:
     loss_lr: float = 1e-3  # Lambda's (AnInfoNCE code: --lr-lambda 1e-3)
     precision_map: str = "exp"
     eval_every: int = 500
+    precision: str = "fp32"  # of the encoder's forward and the loss: PRECISIONS (docs/synthetic.md)
 
     @classmethod
     def parse(cls, values: object, where: str, complete: bool = False) -> Budget:
         """A budget from a plan's table (any subset of the fields) or a result file (all of them)."""
         names = [f.name for f in fields(cls)]
         if (not isinstance(values, dict) or set(values) - set(names)
-                or (complete and set(values) != set(names))):
+                or (complete and set(names) - set(values) - ADDED_LATER)):
             raise TrainingError(f"{where}: budget must be a table of {', '.join(names)}")
         for key, value in values.items():
             kind = type(getattr(cls, key))
@@ -65,7 +72,15 @@ class Budget:
         if values.get("precision_map", cls.precision_map) not in PRECISION_MAPS:
             raise TrainingError(f"{where}: budget precision_map = {values['precision_map']!r}; expected "
                                 f"one of {', '.join(PRECISION_MAPS)}")
+        if values.get("precision", cls.precision) not in PRECISIONS:
+            raise TrainingError(f"{where}: budget precision = {values['precision']!r}; expected one of "
+                                f"{', '.join(PRECISIONS)}")
         return cls(**values)
+
+    def record(self) -> dict[str, Any]:
+        """The budget as a result file holds it: a field added later is left out at its default, so a
+        result says what results before it said for the same run."""
+        return {k: v for k, v in asdict(self).items() if k not in ADDED_LATER or v != getattr(Budget, k)}
 
     def _beyond_defaults(self) -> list[tuple[str, str]]:
         """(file-name part, readable part) for each setting of Lambda that differs from the default."""
@@ -74,6 +89,8 @@ class Budget:
             extra.append((f"-llr{self.loss_lr:g}", f", Lambda lr {self.loss_lr:g}"))
         if self.precision_map != Budget.precision_map:
             extra.append((f"-{self.precision_map}", f", {self.precision_map} Lambda"))
+        if self.precision != Budget.precision:
+            extra.append((f"-{self.precision}", f", {self.precision}"))
         return extra
 
     def tag(self) -> str:
@@ -124,6 +141,22 @@ def _pairs(row: Row, seed: int, step: int, n: int, sampler: str,
     return z.float(), positive.float()
 
 
+@contextmanager
+def _numerics(precision: str, device: torch.device) -> Iterator[None]:
+    """The arithmetic of one training step's forward pass and loss (``PRECISIONS``); TF32 is set for
+    the step and put back after, so nothing else in the process changes."""
+    if precision == "bf16":
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
 def precision_recovery(row: Row, learned: np.ndarray, assignment: list[int], seed: int) -> dict[str, Any]:
     """How well the learned Lambda of each latent's matched feature ranks like the true precisions."""
     truth = np.asarray(row.process.precisions)
@@ -144,6 +177,9 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
     sampler = sampler or ("numpy" if dev.type == "cpu" else "torch")
     if sampler not in SAMPLERS:
         raise TrainingError(f"sampler = {sampler!r}; expected one of {', '.join(SAMPLERS)}")
+    if budget.precision == "tf32" and dev.type != "cuda":
+        raise TrainingError(f"precision tf32 on {dev}: TF32 is a mode of CUDA matmuls, nothing changes on "
+                            "the CPU. Fix: run on a GPU, or use fp32 (or bf16).")
     row = get_row(row.run_id)
     out.mkdir(parents=True, exist_ok=True)
     path = out / result_name(row, seed, budget, column)
@@ -157,7 +193,7 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
     z_eval = np.concatenate([z_fit, z_score])
     if column == "identity":
         result = score(_features(nn.Identity(), mixing, z_eval, dev), z_fit, z_score) | {"curve": []}
-        return _write(path, row, column, seed, budget, result, cpu_seconds=0.0, ran=(dev, "numpy"))
+        return _write(path, row, column, seed, budget, result, seconds=(0.0, 0.0), ran=(dev, "numpy"))
 
     encoder = MLPEncoder(row.process.dim, row.model.space).to(dev)
     m = row.model
@@ -168,11 +204,12 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
     if criterion is not None and list(criterion.parameters()):
         groups.append({"params": criterion.parameters(), "lr": budget.loss_lr})
     optimizer = torch.optim.Adam(groups, lr=budget.lr)
-    step, curve, cpu = 0, [], 0.0
+    step, curve, cpu, wall = 0, [], 0.0, 0.0
     if checkpoint.exists():
         step, metadata = load_checkpoint(checkpoint, encoder, criterion or nn.Module(), optimizer)
         with readable_checkpoint(checkpoint):
             curve, cpu = json.loads(metadata["curve"]), float(metadata["cpu_seconds"])
+            wall = float(metadata.get("wall_seconds", cpu))
         drew = metadata.get("sampler", "numpy")  # checkpoints before the torch sampler: numpy
         if drew != sampler:
             raise TrainingError(f"{checkpoint}: steps 1-{step} were drawn by the {drew} sampler, this run "
@@ -180,15 +217,13 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
                                 f"on ({'--device cpu' if drew == 'numpy' else '--device cuda'}), or delete "
                                 "the checkpoint to start again.")
         log.info("resumed %s at step %d", path.name, step)
-    started = time.process_time()
+    started, wall_started = time.process_time(), time.perf_counter()
     while step < budget.steps:
         z, z_pos = _pairs(row, seed, step, budget.batch_size, sampler, dev)
-        h = encoder(mixing(torch.cat([z, z_pos])))
         n = budget.batch_size
-        if criterion is None:
-            loss = F.mse_loss(h[:n], z)
-        else:
-            loss = criterion(h[:n], h[n:])
+        with _numerics(budget.precision, dev):
+            h = encoder(mixing(torch.cat([z, z_pos])))
+            loss = F.mse_loss(h[:n].float(), z) if criterion is None else criterion(h[:n], h[n:])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -205,24 +240,28 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
                          point["mcc"])
             elapsed = cpu + time.process_time() - started
             save_checkpoint(checkpoint, step, encoder, criterion or nn.Module(), optimizer,
-                            {"curve": json.dumps(curve), "cpu_seconds": str(elapsed), "sampler": sampler})
+                            {"curve": json.dumps(curve), "cpu_seconds": str(elapsed), "sampler": sampler,
+                             "wall_seconds": str(wall + time.perf_counter() - wall_started)})
     result = score(_features(encoder, mixing, z_eval, dev), z_fit, z_score) | {"curve": curve}
     if isinstance(criterion, AnInfoNCE):
         learned = criterion.precision.detach().cpu().numpy().astype(np.float64)
         result["precision"] = (precision_recovery(row, learned, result["assignment"], seed)
                                if learned.size == row.process.dim else {"learned": learned.tolist()})
     cpu += time.process_time() - started
-    path = _write(path, row, column, seed, budget, result, cpu, (dev, sampler))
+    wall += time.perf_counter() - wall_started
+    path = _write(path, row, column, seed, budget, result, (cpu, wall), (dev, sampler))
     checkpoint.unlink(missing_ok=True)
     return path
 
 
 def _write(path: Path, row: Row, column: str, seed: int, budget: Budget, result: dict[str, Any],
-           cpu_seconds: float, ran: tuple[torch.device, str]) -> Path:
-    """The result file; ``ran`` is the device and the sampler that drew the pairs."""
+           seconds: tuple[float, float], ran: tuple[torch.device, str]) -> Path:
+    """The result file; ``seconds`` the CPU and wall seconds of training, ``ran`` the device and the
+    sampler that drew the pairs."""
     record = {"row": row.id, "column": column, "title": row.title, "theory": row.theory, "seed": seed,
-              "budget": asdict(budget), "cpu_seconds": round(cpu_seconds, 1),
-              "torch_threads": torch.get_num_threads(), "device": str(ran[0]), "sampler": ran[1],
-              "ident3d": __version__} | result
+              "budget": budget.record(), "cpu_seconds": round(seconds[0], 1),
+              "wall_seconds": round(seconds[1], 1), "torch_threads": torch.get_num_threads(),
+              "device": str(ran[0]), "device_name": device_description(ran[0]), "sampler": ran[1],
+              "torch": torch.__version__, "cuda": torch.version.cuda, "ident3d": __version__} | result
     atomic.write_json(path, record)
     return path

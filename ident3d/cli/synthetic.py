@@ -38,6 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--precision-map", choices=["exp", "softplus"],
                      help="Lambda from its raw parameter (default: exp; softplus is the AnInfoNCE code's)")
     run.add_argument("--eval-every", type=positive_int, help="steps between curve points (default: 500)")
+    run.add_argument("--precision", choices=["fp32", "tf32", "bf16"],
+                     help="arithmetic of the forward pass and loss (default fp32; tf32 on CUDA only; each "
+                          "changes the numbers, docs/synthetic.md says how)")
     _device_argument(run)
     sweep = sub.add_parser("sweep", help="run a plan of rows x seeds (resumable; processes share the work)")
     sweep.add_argument("--plan", type=Path,
@@ -99,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from ident3d.baselines.synthetic.table import get_row
 
     chosen = {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "loss_lr": args.loss_lr,
-              "precision_map": args.precision_map, "eval_every": args.eval_every}
+              "precision_map": args.precision_map, "eval_every": args.eval_every, "precision": args.precision}
     budget = replace(Budget(), **{k: v for k, v in chosen.items() if v is not None})
     print(run_row(get_row(args.row), args.seed, budget, args.out, progress=not args.quiet,
                   column=args.column, device=args.device))
