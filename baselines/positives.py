@@ -27,18 +27,22 @@ SOURCES = ("latent", "rendered", "augment", "anchors")
 
 
 class StepBatches(Sampler[list[int]]):
-    """Batch t holds item numbers t*B ... (t+1)*B - 1, for steps ``start`` to ``stop - 1``."""
+    """Batch t holds item numbers t*B ... (t+1)*B - 1, for steps ``start`` to ``stop - 1``; with
+    ``shard`` (rank, ranks) a rank's equal slice of each, in rank order (``baselines.distributed``)."""
 
-    def __init__(self, start: int, stop: int, batch_size: int) -> None:
-        self.start, self.stop, self.batch_size = start, stop, batch_size
+    def __init__(self, start: int, stop: int, batch_size: int, shard: tuple[int, int] = (0, 1)) -> None:
+        self.start, self.stop, self.batch_size, self.shard = start, stop, batch_size, shard
 
     def __len__(self) -> int:
         return max(0, self.stop - self.start)
 
     def __iter__(self) -> Iterator[list[int]]:
         b = self.batch_size
+        rank, ranks = self.shard
+        part = b // ranks
         for step in range(self.start, self.stop):
-            yield list(range(step * b, (step + 1) * b))
+            first = step * b + rank * part
+            yield list(range(first, first + part))
 
 
 def simclr_augmentation(size: int) -> torch.nn.Module:

@@ -34,6 +34,7 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from ident3d import atomic, metrics
+from ident3d.baselines import distributed
 from ident3d.baselines.checkpoints import (
     checkpoint_metadata,
     load_checkpoint,
@@ -194,15 +195,16 @@ def training_batch(batch: PairBatch | AnchorBatch) -> tuple[torch.Tensor, torch.
     return batch.x, batch.z
 
 
-def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int,
-            device: torch.device) -> DataLoader | PairLoader:
+def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int, device: torch.device,
+            ranks: distributed.Ranks = distributed.ALONE) -> DataLoader | PairLoader:
     # on CUDA the loader hands over uint8 (a quarter of the bytes) and the GPU converts
     source = pair_source(config.positives, dataset, seed=config.seed, conditional=config.conditional,
                          scale=config.scale, index=config.index, uint8=device.type == "cuda")
     workers = config.workers
     if workers < 0:
         workers = min(8, max(1, (os.cpu_count() or 2) - 1)) if device.type == "cuda" else 0
-    options = dict(batch_sampler=StepBatches(start, config.iterations, config.batch_size),
+    options = dict(batch_sampler=StepBatches(start, config.iterations, config.batch_size,
+                                             shard=(ranks.rank, ranks.world)),
                    num_workers=workers, pin_memory=device.type == "cuda",
                    prefetch_factor=4 if workers else None)
     if isinstance(source, PairDataset):
@@ -211,16 +213,23 @@ def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int,
 
 
 def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: bool = True,
-          overwrite: bool = False, run_name: str | None = None) -> Path:
+          overwrite: bool = False, run_name: str | None = None) -> Path | None:
     """Train (or resume) a run in ``out``; returns the result file (or the checkpoint when there is
-    no eval split to score on). The result names the model ``"<preset> (<run_name>)"``, the run
-    name being ``out``'s folder name unless given.
+    no eval split to score on), or None in a torchrun process other than rank 0, which writes them.
+    The result names the model ``"<preset> (<run_name>)"``, the run name being ``out``'s folder name
+    unless given.
 
     A new run starts in a missing or empty folder; ``overwrite`` trains next to a non-empty one and
     replaces it only when the new run is complete."""
     out = Path(out)
     run_name = run_name or out.name
+    device = resolve_device(config.device)
+    ranks = distributed.from_environment(device, config.batch_size)  # torchrun's processes, or one
+    device = distributed.local_device(device, ranks)
     if not resume and out.is_dir() and any(out.iterdir()):
+        if ranks.world > 1:
+            raise TrainingError(f"--out {out}: holds files; a run of several processes starts in an empty "
+                                "folder or resumes one. Fix: choose another --out, or add --resume.")
         if not overwrite:
             held = sorted(p.name for p in out.iterdir())
             raise TrainingError(f"--out {out}: holds {len(held)} file(s) ({', '.join(held[:3])}); a new run "
@@ -255,10 +264,11 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
         if diff:
             raise TrainingError(f"--resume {out}: the saved run used other settings ({'; '.join(diff)}). "
                                 "Fix: repeat the original settings, or start a new --out.")
-    device = resolve_device(config.device)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic.write_json(out / "config.json", config.to_json())
-    log.info("config %s", json.dumps(config.to_json(), sort_keys=True))
+    distributed.wait_for_all(ranks)  # every process has checked the folder before rank 0 writes to it
+    if ranks.writes:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic.write_json(out / "config.json", config.to_json())
+        log.info("config %s", json.dumps(config.to_json(), sort_keys=True))
     note = None if resume and checkpoint.exists() else cpu_cost_note(config, train_set.image_shape[0], device)
     if note:  # once, before the first step of a new run
         log.warning(note)
@@ -275,13 +285,16 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
         step, _ = load_checkpoint(checkpoint, model, criterion, optimizer)
         if step >= config.iterations and (out / "result.json").exists():
             log.info("%s is complete (step %d); nothing to do", out, step)
-            return out / "result.json"
+            distributed.finish(ranks)
+            return out / "result.json" if ranks.writes else None
         log.info("resumed %s at step %d", out, step)
-    truncate_log(log_path, step)  # records after the checkpoint (or of a run killed before one) go
+    if ranks.writes:
+        truncate_log(log_path, step)  # records after the checkpoint (or of a run killed before one) go
     # Channels-last on every device: 1.2x images/s on 2 CPU cores with losses equal to float
     # rounding (benchmarks.train_throughput --device cpu), and the fast layout for tensor cores.
     model.to(memory_format=torch.channels_last)
-    forward = torch.compile(model) if config.compile else model
+    trained = distributed.wrap(model, ranks, device)  # DistributedDataParallel under several processes
+    forward = torch.compile(trained) if config.compile else trained
     cuda = device.type == "cuda"
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda and config.amp else nullcontext()
     pairs = config.positives != "anchors"
@@ -289,9 +302,10 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
     model.train()
     window_loss = torch.zeros((), device=device)
     window_start, waited, images, window_steps = time.perf_counter(), 0.0, 0, 0
-    batches = iter(_loader(config, train_set, step, device))
+    batches = iter(_loader(config, train_set, step, device, ranks))
     with tqdm(total=config.iterations, initial=step, unit="step", desc=f"train {config.preset}",
-              disable=not progress) as bar, open(log_path, "a") as log_file:
+              disable=not (progress and ranks.writes)) as bar, \
+            open(log_path if ranks.writes else os.devnull, "a") as log_file:
         while step < config.iterations:
             before = time.perf_counter()
             batch = next(batches)
@@ -303,6 +317,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                 x = x.float().div_(255.0)
             with autocast:
                 h = forward(x).float()
+            if ranks.world > 1:  # the global batch's features, each rank's with its gradient
+                h, z = distributed.gather_features(h, len(z), pairs), distributed.gather(z)
             b = len(z)
             loss = criterion(h[:b], h[b:] if pairs else None, z)
             optimizer.zero_grad(set_to_none=True)
@@ -311,7 +327,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
             optimizer.step()
             window_loss += loss.detach()
             window_steps += 1
-            images += len(x)
+            images += len(x) * ranks.world
             step += 1
             bar.update(1)
             if step % config.log_every == 0 or step == config.iterations:  # the last window too
@@ -320,17 +336,22 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                           "images_per_s": images / elapsed, "data_wait": waited / elapsed}
                 if hasattr(criterion, "precision"):  # AnInfoNCE's learned Lambda
                     record["precision"] = criterion.precision.detach().cpu().tolist()
-                if config.eval_every and eval_set is not None and step % config.eval_every == 0:
+                if (config.eval_every and eval_set is not None and step % config.eval_every == 0
+                        and ranks.writes):
                     record["eval"] = quick_score(model, eval_set, config.eval_images, device)
                 log_file.write(json.dumps(record) + "\n")
                 log_file.flush()
                 bar.set_postfix(loss=f"{record['loss']:.4f}", img_s=f"{record['images_per_s']:.0f}")
                 window_loss.zero_()
                 window_start, waited, images, window_steps = time.perf_counter(), 0.0, 0, 0
-            if step % config.checkpoint_every == 0 or step == config.iterations:
+            if ranks.writes and (step % config.checkpoint_every == 0 or step == config.iterations):
                 save_checkpoint(checkpoint, step, model, criterion, optimizer,
                                 {"config": json.dumps(config.to_json()), "data_identity": data_identity})
 
+    distributed.plain_batchnorm(model)
+    distributed.finish(ranks)  # every step done: rank 0 exports and scores the model alone
+    if not ranks.writes:
+        return None  # rank 0 writes the export and the result
     resolution = train_set.image_shape[0]
     pt2, _ = export(model, out, resolution)
     if eval_set is None:
@@ -340,3 +361,11 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                       device=str(device), progress=progress)
     result.save(out / "result.json")
     return out / "result.json"
+
+
+if __name__ == "__main__":  # python -m ident3d.baselines.train ARGS is `ident3d train ARGS` (for torchrun)
+    import sys
+
+    from ident3d.cli import main
+
+    raise SystemExit(main(["train", *sys.argv[1:]]))

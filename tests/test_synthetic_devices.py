@@ -140,7 +140,8 @@ def test_a_run_records_its_precision_wall_time_device_and_versions_and_bf16_is_i
                progress=False, device="cpu")
     assert bf16.name.endswith("-bf16.json")
     result = json.loads(bf16.read_text())
-    assert result["budget"]["precision"] == "bf16" and np.isfinite(result["r2"]) and result["r2"] != plain["r2"]
+    assert result["budget"]["precision"] == "bf16"
+    assert np.isfinite(result["r2"]) and result["r2"] != plain["r2"]
     assert Budget.parse(plain["budget"], "a result", complete=True) == Budget(**{**plain["budget"]})
     with pytest.raises(TrainingError, match="TF32 is a mode of CUDA matmuls"):
         run(get_row("T2.2"), 0, Budget(steps=4, precision="tf32"), tmp_path, progress=False, device="cpu")

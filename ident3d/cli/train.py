@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
                           batch_size=args.batch_size, lr=args.lr, seed=args.seed, workers=args.workers,
                           compile=args.compile, amp=args.amp, stem=args.stem)
     written = train(config, args.out, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite)
+    if written is None:  # another process of a torchrun run writes and shows the result
+        return 0
     if written.name == "result.json":  # scored on the test split: show the score as evaluate does
         from ident3d.errors import TrainingError
         from ident3d.readers import read_json
