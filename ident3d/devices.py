@@ -26,7 +26,28 @@ def resolve_device(requested: str | None) -> torch.device:
                           "Fix: run on a GPU machine, or pass --device cpu.")
     if dev.type not in ("cpu", "cuda"):
         raise DeviceError(f"--device {requested}: only cpu and cuda are supported. Fix: use one.")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise DeviceError(f"--device {requested}: torch sees {torch.cuda.device_count()} CUDA GPU(s), "
+                          f"numbered from 0. Fix: pass cuda:0 to cuda:{torch.cuda.device_count() - 1}.")
     return dev
+
+
+def visible_devices(spec: str) -> list[str]:
+    """The devices of ``--devices``: ``all`` for every CUDA GPU torch sees, or a comma list of device
+    names (``cuda:0,cuda:1``; the same name twice runs two processes on it), each checked."""
+    if spec == "all":
+        count = torch.cuda.device_count()
+        if not count:
+            raise DeviceError("--devices all: torch sees no CUDA GPU. Fix: run on a GPU machine, or "
+                              "drop --devices to run on one device.")
+        return [f"cuda:{i}" for i in range(count)]
+    names = [name.strip() for name in spec.split(",")]
+    if not all(names):
+        raise DeviceError(f"--devices {spec!r}: expected all or a comma list of devices such as "
+                          "cuda:0,cuda:1. Fix: name each device once per process.")
+    for name in names:
+        resolve_device(name)
+    return names
 
 
 def cpu_model() -> str:

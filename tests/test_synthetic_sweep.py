@@ -78,3 +78,32 @@ def test_a_sweep_runs_what_is_missing_skips_what_is_claimed_and_then_has_nothing
     assert not list(out.glob(".*"))  # no lock or checkpoint left behind
     assert main(["synthetic", "sweep", "--plan", str(plan), "--out", str(out), "--only", "nope"]) == 1
     assert "no sweep named 'nope'" in capsys.readouterr().err
+
+
+SPREAD = """
+[[sweep]]
+name = "spread"
+rows = ["T1.6"]
+seeds = [0, 1, 2, 3]
+budget = { steps = 30, batch_size = 32, eval_every = 30 }
+"""
+
+
+@pytest.mark.slow
+def test_a_sweep_over_devices_runs_one_process_per_device_and_each_run_once(tmp_path, capsys):
+    # two processes on the CPU stand in for two GPUs (`--devices all` names every visible one)
+    plan, out = tmp_path / "plan.toml", tmp_path / "results"
+    plan.write_text(SPREAD)
+    command = ["-q", "synthetic", "sweep", "--plan", str(plan), "--out", str(out)]
+    assert main([*command, "--devices", "cpu,cpu"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    by_process = {line.rsplit("(", 1)[1] for line in printed}
+    assert by_process == {"cpu #0)", "cpu #1)"}, printed  # both processes took runs
+    written = sorted(line.split()[0] for line in printed)
+    assert written == sorted(str(p) for p in out.glob("*.json")) and len(written) == 4  # each run once
+    assert not list(out.glob(".*"))
+    for argv, words in [(["--devices", "cpu,cpu", "--device", "cpu"], "choose one"),
+                        (["--devices", "all"], "--devices all: torch sees no CUDA GPU"),
+                        (["--devices", "cpu,,cpu"], "expected all or a comma list")]:
+        assert main(["synthetic", "sweep", "--plan", str(plan), "--out", str(tmp_path / "x"), *argv]) == 1
+        assert words in capsys.readouterr().err

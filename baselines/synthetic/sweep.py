@@ -5,12 +5,15 @@ unsupervised, identity or supervised, and ``default = false`` for a sweep run on
 measured table of this project is ``plan.toml`` beside this module. Each (row, seed) is a job of the
 experiments' driver (``ident3d.baselines.driver``): any number of processes may run the same plan
 into the same folder; a finished run (its result file exists) is skipped, and a run whose claimer
-died is taken over and resumes from its checkpoint.
+died is taken over and resumes from its checkpoint. ``sweep_on_devices`` starts one such process per
+device (``ident3d synthetic sweep --devices all``: every visible GPU).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import tomllib
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from importlib.resources import files
@@ -93,3 +96,16 @@ def sweep(sweeps: list[Sweep], out: Path, only: str | None = None, progress: boo
                 jobs.append(Job(done.stem, done, partial(run, row, seed, s.budget, out, progress=progress,
                                                          column=s.column, device=device)))
     return run_jobs(jobs, out)
+
+
+def sweep_on_devices(sweeps: list[Sweep], out: Path, devices: list[str], only: str | None = None,
+                     progress: bool = True) -> dict[str, list[Path]]:
+    """The chosen sweeps spread over ``devices``, one process per device (``visible_devices``):
+    each process claims the next run no other has claimed (the driver's locks), so N GPUs share a
+    plan as N separate ``sweep`` commands would. Returns the results each device wrote."""
+    context = multiprocessing.get_context("spawn")  # CUDA cannot be initialised in a forked child
+    with ProcessPoolExecutor(max_workers=len(devices), mp_context=context) as pool:
+        futures = [pool.submit(sweep, sweeps, out, only, progress and i == 0, device)
+                   for i, device in enumerate(devices)]
+        return {f"{device} #{i}": future.result() for i, (device, future)
+                in enumerate(zip(devices, futures, strict=True))}

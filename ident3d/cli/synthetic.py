@@ -48,6 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sweep.add_argument("--only", help="run only the sweep of this name")
     sweep.add_argument("--out", type=Path, required=True, help="folder of result files")
     _device_argument(sweep)
+    sweep.add_argument("--devices", metavar="{all,DEVICE,...}",
+                       help="one process per device, sharing the plan: all (every visible GPU) or a comma "
+                            "list such as cuda:0,cuda:1 (instead of --device)")
     report = sub.add_parser("report", help="the Markdown table of a folder of results, paper numbers beside")
     report.add_argument("--results", type=Path, required=True, help="the folder `run --out` wrote")
     report.add_argument("--out", type=Path, help="write the report here, its figures into "
@@ -89,11 +92,23 @@ def run(args: argparse.Namespace) -> int:
             atomic.write_bytes(path, content.encode())
         return 0
     if args.action == "sweep":
-        from ident3d.baselines.synthetic.sweep import load_plan, sweep
+        from ident3d.baselines.synthetic.sweep import load_plan, sweep, sweep_on_devices
 
-        for path in sweep(load_plan(args.plan), args.out, only=args.only, progress=not args.quiet,
-                          device=args.device):
-            print(path)
+        plan = load_plan(args.plan)
+        if args.devices is None:
+            for path in sweep(plan, args.out, only=args.only, progress=not args.quiet, device=args.device):
+                print(path)
+            return 0
+        from ident3d.devices import visible_devices
+        from ident3d.errors import DeviceError
+
+        if args.device != "auto":
+            raise DeviceError(f"--device {args.device} and --devices {args.devices}: choose one. Fix: drop "
+                              "--device (--devices runs one process on each device it names).")
+        for device, paths in sweep_on_devices(plan, args.out, visible_devices(args.devices), only=args.only,
+                                              progress=not args.quiet).items():
+            for path in paths:
+                print(f"{path}  ({device})")
         return 0
     from dataclasses import replace
 
