@@ -18,6 +18,22 @@ def padding_width(n: int) -> int:
     return max(1, math.ceil(math.log10(n))) if n > 0 else 1
 
 
+def splits_under(root: Path | str, splits: list[str] | None = None) -> list[str]:
+    """``splits`` when given, else the names of the rendered splits under ``root`` (folders holding
+    raw_latents.npy); a DatasetError that says what is wrong with ``root`` when there is none."""
+    from ident3d.errors import DatasetError
+
+    root = Path(root)
+    found = splits or sorted(p.parent.name for p in root.glob("*/raw_latents.npy"))
+    if found:
+        return found
+    if not root.exists():
+        raise DatasetError(f"{root}: no such folder. Fix: pass the dataset root, the folder that holds "
+                           "train/ and test/ (ident3d render or ident3d download writes one).")
+    raise DatasetError(f"{root}: no split found (no */raw_latents.npy). Fix: pass the dataset root, the "
+                       "folder that holds train/ and test/.")
+
+
 @dataclass(frozen=True)
 class SplitLayout:
     root: Path

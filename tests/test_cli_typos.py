@@ -38,3 +38,10 @@ def test_an_unknown_synthetic_row_names_the_nearest(capsys):
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and "unknown synthetic row 'T1.13'" in lines[0]
     assert "Did you mean 'T1." in lines[0]
+
+
+def test_a_data_folder_that_is_not_there_is_named_as_missing(tmp_path, capsys):
+    assert main(["verify", "--data", str(tmp_path / "nope")]) == 1
+    assert f"error: {tmp_path / 'nope'}: no such folder. Fix:" in capsys.readouterr().err
+    assert main(["verify", "--data", str(tmp_path)]) == 1
+    assert "no split found" in capsys.readouterr().err

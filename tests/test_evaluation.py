@@ -8,6 +8,7 @@ import pytest
 import torch
 from conftest import write_fake_split
 
+from ident3d.datasets import ThreeDIdent
 from ident3d.errors import ResultError, SubmissionError
 from ident3d.evaluation import evaluate
 from ident3d.results import validate_result
@@ -280,6 +281,40 @@ def test_a_fixed_size_export_is_told_which_dimension_to_make_dynamic(data, tmp_p
         message = str(refused.value)
         assert f"exported with a fixed {name} of" in message and "Dim.AUTO" in message
         assert "\n" not in message
+
+
+class FlatLinear(torch.nn.Module):
+    """Works at one image size only: a Linear layer on the flattened pixels."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.head = torch.nn.Linear(3 * size * size, 4)
+
+    def forward(self, x):
+        return self.head(x.flatten(1))
+
+
+class Pair(torch.nn.Module):
+    def forward(self, x):
+        return x.mean((2, 3)), x.amax((2, 3))
+
+
+def test_a_model_of_another_size_or_with_two_outputs_is_told_the_fix_that_fits(data, tmp_path):
+    size = 2 * ThreeDIdent(data, "test").resolution
+    flat = torch.export.export(FlatLinear(size).eval(), (torch.rand(2, 3, size, size),),
+                               dynamic_shapes=({0: torch.export.Dim.AUTO},))
+    pair = torch.export.export(Pair().eval(), (torch.rand(2, 3, 8, 8),),
+                               dynamic_shapes=({0: torch.export.Dim.AUTO, 2: torch.export.Dim.AUTO,
+                                                3: torch.export.Dim.AUTO},))
+    for program, name, words in [
+            (flat, "flat.pt2", [f"fixed height of {size}", "interpolate(x, size=", "AdaptiveAvgPool2d"]),
+            (pair, "pair.pt2", ["returns 2 values", "Fix: return the features alone"])]:
+        torch.export.save(program, str(tmp_path / name))
+        with pytest.raises(SubmissionError) as refused:
+            evaluate(tmp_path / name, data, progress=False)
+        message = str(refused.value)
+        assert all(word in message for word in words), message
+        assert message.count("Fix:") == 1 and "training mode" not in message
 
 
 @pytest.mark.parametrize("change", ["scale", "offset"])

@@ -187,10 +187,13 @@ def test_ray_engine_renders_like_local(tmp_path):
 
 def test_mixing_settings_is_refused(tmp_path):
     render(tmp_path, n=4)
-    for change in ({"variant": "legacy"}, {"seed": 1}, {"n": 5},
+    for change in ({"variant": "legacy"}, {"seed": 1}, {"n": 3},
                    {"settings": resolve_settings("preview", resolution=32, samples=3)}):
         with pytest.raises(ManifestMismatchError, match="other settings"):
             render(tmp_path, **{"n": 4, **change})
+    with pytest.raises(ManifestMismatchError, match="holds a render of 4 images; this asks for 5. Fix: "
+                       "render the larger split into a new folder with --grow-from"):
+        render(tmp_path, n=5)
 
 
 def test_the_denoiser_prefilter_is_applied_deterministically_and_old_manifests_keep_matching(tmp_path):

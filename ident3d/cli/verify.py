@@ -61,13 +61,9 @@ def track_verdict(root: Path, split: str, name: str, quick: bool, full: bool) ->
 
 def run(args: argparse.Namespace) -> int:
     from ident3d.integrity import check_integrity
+    from ident3d.layout import splits_under
 
-    splits = args.split or sorted(p.parent.name for p in args.data.glob("*/raw_latents.npy"))
-    if not splits:
-        from ident3d.errors import DatasetError
-
-        raise DatasetError(f"{args.data}: no split found (no */raw_latents.npy). Fix: pass the "
-                           "dataset root, the folder that holds train/ and test/.")
+    splits = splits_under(args.data, args.split)
     if args.full and (args.quick or not args.track):
         print("error: --full re-renders every image of a track's split, so it needs --track and excludes "
               "--quick. Fix: ident3d verify --data ROOT --split test --track NAME --full", file=sys.stderr)

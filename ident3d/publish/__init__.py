@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ident3d import atomic
 from ident3d.errors import DatasetError
+from ident3d.layout import splits_under
 from ident3d.publish.croissant import croissant
 from ident3d.publish.datasheet import datasheet
 from ident3d.publish.facts import BundleFacts, SplitFacts, renderer_text, shard_facts
@@ -28,14 +29,6 @@ CROISSANT = "croissant.json"
 CARD = "README.md"
 DATASHEET = "DATASHEET.md"
 DATA = "data"
-
-
-def _splits_of(root: Path, splits: list[str] | None) -> list[str]:
-    found = splits or sorted(p.parent.name for p in Path(root).glob("*/raw_latents.npy"))
-    if not found:
-        raise DatasetError(f"{root}: no split found (no */raw_latents.npy). Fix: pass the dataset root, the "
-                           "folder that holds train/ and test/.")
-    return found
 
 
 def _check_same_kind(datasets: list, root: Path) -> None:
@@ -87,7 +80,7 @@ def publish(root: Path, out: Path, splits: list[str] | None = None, track: Track
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise DatasetError(f"{out} already holds files. Fix: publish into a new or empty folder.")
-    datasets = [ThreeDIdent(root, split) for split in _splits_of(root, splits)]
+    datasets = [ThreeDIdent(root, split) for split in splits_under(root, splits)]
     for dataset in datasets:
         if dataset.manifest is None:
             raise DatasetError(f"{dataset.layout.folder}: no manifest.json, so the bundle could not say how "

@@ -56,6 +56,16 @@ class _Writes(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
+def _check_input_size(images: torch.fx.Node, shape: tuple[int, ...]) -> None:
+    """torch's own input guard, before the reference kernels run: a dimension the program fixed at
+    export that the batch does not have, in the guard's words (``host.fixed_size`` names the fix)."""
+    sizes = getattr(images.meta.get("val"), "shape", ())
+    for dim, (exported, given) in enumerate(zip(sizes, shape, strict=False)):
+        if isinstance(exported, int) and exported != given:
+            raise StateEffect(f"Expected input at *args[0].shape[{dim}] to be equal to {exported}, "
+                              f"but got {given}")
+
+
 def check_state_effects(program: torch.export.ExportedProgram, shape: tuple[int, ...]) -> None:
     """Raise ``StateEffect`` when running ``program`` on a batch of ``shape`` (the one shape the
     sandbox runs it at, ``child.FixedShape``) would write into, or return, memory of its own
@@ -73,6 +83,8 @@ def check_state_effects(program: torch.export.ExportedProgram, shape: tuple[int,
     values, state = [], {}
     for node in (n for n in graph.graph.nodes if n.op == "placeholder"):
         owner = owners.get(node.name)
+        if owner is None:
+            _check_input_size(node, shape)
         value = fake.from_tensor(real[owner] if owner is not None else torch.empty(shape))
         values.append(value)
         if owner is not None:

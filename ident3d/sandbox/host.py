@@ -56,10 +56,15 @@ def fixed_size(text: object) -> str | None:
     if found is None:
         return None
     dim, exported, given = int(found[1]), found[2], found[3]
-    return (f"the model was exported with a fixed {DIMENSIONS[dim]} of {exported} (input dimension "
+    line = (f"the model was exported with a fixed {DIMENSIONS[dim]} of {exported} (input dimension "
             f"{dim}) and was given {given}. Fix: export it with that dimension dynamic, e.g. "
             "dynamic_shapes=({0: torch.export.Dim.AUTO, 2: torch.export.Dim.AUTO, "
             "3: torch.export.Dim.AUTO},) as in the README")
+    if dim < 2:
+        return line
+    return (f"{line}; a model that works at one size only (a Linear layer on the flattened pixels, "
+            f"say) resizes or pools to it first inside forward (torch.nn.functional.interpolate(x, "
+            f"size={exported}) or an AdaptiveAvgPool2d) and is exported again")
 
 
 def excerpt(text: object, limit: int = 120) -> str:
@@ -215,9 +220,9 @@ class SandboxedModel:
                 read_archive(data, self.limits.reader)  # refused files never reach torch
             except ArchiveRefused as error:
                 self.close()
-                raise SubmissionError(f"{self.path}: {error}. ident3d reads .pt2 files as data and "
-                                      f"refuses anything that could run code or read out of bounds. "
-                                      f"{FIX_EXPORT}") from None
+                fix = error.fix or ("ident3d reads .pt2 files as data and refuses anything that could "
+                                    f"run code or read out of bounds. {FIX_EXPORT}")
+                raise SubmissionError(f"{self.path}: {error}. {fix}") from None
         # the one batch shape the child runs (ident3d.sandbox.child.FixedShape): never smaller than
         # the probe's largest batch, so a model that changes above some batch size shows it
         settings = {"kind": kind, "arch": arch, "device": device,
@@ -295,6 +300,8 @@ class SandboxedModel:
         text = report.get("text", "")
         if tag != wire.FAILED:
             line = f"the sandbox answered with an unexpected message while {self.stage}"
+        elif fixed_size(text) is not None and self.stage != "loading the model":
+            raise SubmissionError(f"{self.path}: {fixed_size(text)}.")
         elif kind == "refused":
             line = f"refused while {self.stage}: {excerpt(text, 300)}"
         elif kind == "memory":
@@ -302,8 +309,6 @@ class SandboxedModel:
                     f"{self.stage} (--memory-limit)")
         elif self.stage == "loading the model":
             line = f"torch could not rebuild the model ({kind_of}; its text begins {excerpt(text)})"
-        elif fixed_size(text) is not None:
-            raise SubmissionError(f"{self.path}: {fixed_size(text)}.")
         else:
             line = f"the model raised {kind_of} while {self.stage} (its own text begins {excerpt(text)})"
         raise SubmissionError(f"{self.path}: {line}. {FIX_EXPORT if 'load' in self.stage else FIX_RUN}")

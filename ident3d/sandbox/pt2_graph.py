@@ -32,7 +32,12 @@ VERSION = re.compile(r"[0-9A-Za-z.+_-]{1,64}")
 
 
 class ArchiveRefused(ValueError):
-    """The archive breaks a rule of the reader; the message says which, in our words."""
+    """The archive breaks a rule of the reader; the message says which, in our words, and ``fix``
+    the fix when it is not the general one (export the plain model again)."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
 
 
 def is_identifier_path(text: object) -> bool:
@@ -138,8 +143,12 @@ def _check_signature(gm: dict[str, Any]) -> None:
     outputs = signature.get("output_specs", [])
     if len(users) != 1 or "as_tensor" not in (users[0].get("arg") or {}):
         raise ArchiveRefused(f"the program takes {len(users)} inputs; expected one image tensor")
-    if [next(iter(spec)) for spec in outputs] != ["user_output"] or "as_tensor" not in (
-            outputs[0]["user_output"].get("arg") or {}):
+    kinds_out = [next(iter(spec)) if isinstance(spec, dict) and len(spec) == 1 else "?" for spec in outputs]
+    if kinds_out.count("user_output") > 1:
+        raise ArchiveRefused(f"the program returns {kinds_out.count('user_output')} values (a tuple or a "
+                             "dict?) where the evaluator takes one tensor of features (B, d)",
+                             fix="Fix: return the features alone from forward and export again.")
+    if kinds_out != ["user_output"] or "as_tensor" not in (outputs[0]["user_output"].get("arg") or {}):
         raise ArchiveRefused("the program must return one tensor and change no buffer (exported in "
                              "training mode? call model.eval() before torch.export.export)")
     graph = gm["graph"]
