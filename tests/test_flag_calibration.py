@@ -66,3 +66,17 @@ def test_the_partial_memoriser_recalls_only_the_images_it_stored(tmp_path):
 def test_a_model_argument_names_an_existing_file(tmp_path):
     with pytest.raises(Exception, match="NAME=FILE.pt2"):
         flag_calibration._model(f"pixels={tmp_path / 'none.pt2'}", "honest")
+
+
+@pytest.mark.blender
+@pytest.mark.slow
+def test_a_model_file_other_than_the_one_the_record_measured_is_refused(cpu_track_data, tmp_path):
+    record = {"track": "3dident-v2-64@1", "n": 2000, "draws": [], "models": {
+        "pixels": {"kind": "honest", "sha256": "0" * 64, "protocols": {}}}}
+    path, model = tmp_path / "record.json", tmp_path / "pixels.pt2"
+    path.write_text(json.dumps(record))
+    model.write_bytes(b"another model")
+    with pytest.raises(Exception, match="measured another honest model as 'pixels'"):
+        flag_calibration.measure(cpu_track_data, tmp_path / "out", {"pixels": (model, "honest")}, draws=0,
+                                 record_path=path)
+    assert json.loads(path.read_text()) == record  # nothing written
