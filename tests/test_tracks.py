@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from ident3d import tracks
+from ident3d import atomic, tracks
 from ident3d.atomic import sha256_array
 from ident3d.latents import sample_uniform
 from ident3d.layout import SplitLayout
@@ -170,3 +170,27 @@ def test_results_carry_the_track_whatever_the_package_version_and_custom_data_st
     with pytest.raises(ResultError, match="custom data"):
         entry_from_result(Result.parse(custom), "Doe2026Custom", track=track.id)
     assert entry_from_result(Result.parse(custom), "Doe2026Custom")["dataset"] == custom["dataset"]["track"]
+
+
+@pytest.mark.blender
+def test_a_packed_split_is_the_track_only_when_its_array_holds_the_proven_images(tiny_track, tmp_path):
+    """The loaders read a packed split from images.npy, not from the image files the re-render check
+    proves, so a crafted array (with a manifest that lists its checksum) must not pass as the track."""
+    import shutil
+
+    from ident3d.packing import pack_split
+
+    track, root = tiny_track
+    shutil.copytree(root / "one", tmp_path / "packed")
+    pack_split(tmp_path / "packed", "test", progress=False)
+    layout = SplitLayout(tmp_path / "packed", "test")
+    assert tracks.differences(track, layout) == []  # proven, and the proof recorded
+    images = np.load(layout.packed)
+    images[4] = 255 - images[4]
+    np.save(layout.packed, images)
+    manifest = json.loads(layout.manifest.read_text())
+    manifest["packed"]["sha256"] = atomic.sha256_file(layout.packed)  # as whoever crafted it would
+    layout.manifest.write_text(json.dumps(manifest))
+    for quick in (False, True):
+        [found] = tracks.differences(track, layout, quick=quick)
+        assert "images.npy: row 4 is not the pixels of 4.png" in found, found

@@ -104,15 +104,17 @@ def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full:
     if found:
         return found
     if quick:
-        return _rerender_differences(track, layout, latents, padding, QUICK_RECHECK_IMAGES)
+        return (_rerender_differences(track, layout, latents, padding, QUICK_RECHECK_IMAGES)
+                or _packed_differences(layout, manifest, padding, spec.n))
     try:
         proof = verified_cache(track, layout, spec.n)
     except OSError as error:
         return [f"content: {getattr(error, 'filename', None) or layout.folder}: {error.strerror or error}"]
     if proof.exists() and not full:
         return []
-    found = _rerender_differences(track, layout, latents, padding,
-                                  len(latents) if full else track.recheck.get("images", 0))
+    found = (_rerender_differences(track, layout, latents, padding,
+                                   len(latents) if full else track.recheck.get("images", 0))
+             or _packed_differences(layout, manifest, padding, spec.n))
     if not found:
         checked = "every image" if full else "a random sample"
         atomic.write_bytes(proof, f"{track.id} {layout.split}: {checked} re-rendered\n".encode())
@@ -123,9 +125,42 @@ def verified_cache(track: Track, layout: SplitLayout, n: int) -> Path:
     """Where this machine records that a split with exactly this content (every file's bytes, the
     manifest's too) passed the track's re-render check: the user's cache folder, never the split,
     so nobody who hands over a split can write the proof into it."""
-    digest = content_sha256(layout, n, extra=(layout.manifest,))
+    read = (layout.packed,) if _reads_packed(layout) else ()  # the pixels the loaders read, when packed
+    digest = content_sha256(layout, n, extra=(layout.manifest, *read))
     home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return home / "ident3d" / "verified-splits" / f"{track.id}-{layout.split}-{digest}"
+
+
+def _reads_packed(layout: SplitLayout, manifest: dict[str, Any] | None = None) -> bool:
+    """Whether the loaders read this split's images from images.npy (``ThreeDIdent.is_packed``)."""
+    if manifest is None:
+        manifest = read_manifest(layout.manifest) if layout.manifest.exists() else None
+    return bool(manifest and "packed" in manifest and layout.packed.exists())
+
+
+def _packed_differences(layout: SplitLayout, manifest: dict[str, Any], padding: int, n: int) -> list[str]:
+    """A packed split is read from images.npy, not from the image files the re-render check proved:
+    every row must be its image file's pixels exactly."""
+    if not _reads_packed(layout, manifest):
+        return []
+    try:
+        packed = read_array(layout.packed, DatasetError, "pack the split again (ident3d pack)", mmap=True)
+    except DatasetError as error:
+        return [str(error)]
+    if packed.dtype != np.uint8 or packed.ndim != 4 or len(packed) != n:
+        return [f"{layout.packed}: shape {packed.shape} {packed.dtype}, not the split's {n} images"]
+    for index in range(n):
+        path = layout.image(index, padding)
+        try:
+            with open_image(path) as im:
+                pixels = np.asarray(im.convert("RGB"))
+        except (OSError, ValueError, Image.DecompressionBombError) as error:
+            return [f"pixels: {path.name} cannot be decoded ({error})"]
+        if pixels.shape != packed.shape[1:] or not np.array_equal(pixels, packed[index]):
+            return [f"{layout.packed}: row {index} is not the pixels of {path.name}, and the loaders read "
+                    "the packed array: it is not the track's images. Fix: pack the split again (ident3d "
+                    "pack), or delete images.npy and its manifest entry to read the image files"]
+    return []
 
 
 def spec_sha256(variant: Variant) -> str:
