@@ -4,7 +4,8 @@
         --memoriser lookup=LOOKUP.pt2 --memoriser memoriser-10=PARTIAL.pt2 [--draws 5]
 
 DATA holds the CPU track's public test split. Each draw is rendered once into OUT/draws/<k> (from a
-seed drawn from OS entropy, recorded) and kept, so a model trained later is scored on the same draws;
+seed drawn from OS entropy, recorded) and kept, so a model trained later is scored on the same draws
+(a draw whose folder is gone is rendered again from its recorded seed: the same images);
 each model's public split is encoded and scored once per protocol, each draw encoded once. What every
 (model, protocol, draw) gave, the memorisation gap of each metric with its interval and whether the
 flag fired, goes into the committed ``baselines/flag_calibration.json`` (resumable: what it holds is
@@ -48,16 +49,22 @@ def measure(data: Path, out: Path, models: dict[str, tuple[Path, str]], draws: i
     if record["track"] != track.id:
         raise Ident3dError(f"{data}: track {track.id}, the record {record_path} measures {record['track']}. "
                            "Fix: pass the data of the record's track.")
-    for k in range(len(record["draws"]), draws):
-        seed = fresh.draw_seed()
-        fresh.render_draw(track, record["n"], seed, out / "draws" / str(k), workers)
-        record["draws"].append({"seed": seed})
-        atomic.write_json(record_path, record)
+    for k in range(draws):
+        if k == len(record["draws"]):
+            record["draws"].append({"seed": fresh.draw_seed()})
+            atomic.write_json(record_path, record)
+        folder = out / "draws" / str(k)
+        if not (folder / "test" / "manifest.json").exists():  # new, or rendered on a machine that is gone:
+            fresh.render_draw(track, record["n"], record["draws"][k]["seed"], folder, workers)  # same images
     sets = [ThreeDIdent(out / "draws" / str(k), "test") for k in range(draws)]
     columns = public.variant_spec.continuous_columns
     for name, (path, kind) in models.items():
         measured = record["models"].setdefault(name, {"kind": kind, "sha256": atomic.sha256_file(path),
                                                       "protocols": {}})
+        if measured["sha256"] != atomic.sha256_file(path) or measured["kind"] != kind:
+            raise Ident3dError(f"{path}: the record measured another {measured['kind']} model as {name!r} "
+                               f"(sha256 {measured['sha256'][:12]}...). Fix: pass that model file, or "
+                               "give this one a new name.")
         todo = {p: measured["protocols"].get(p, []) for p in track.protocols}
         if all(len(rows) >= draws for rows in todo.values()):
             continue

@@ -172,6 +172,13 @@ def prepare(job: RenderJob) -> dict[str, Any]:
     old = _read(lay.render_job) if lay.render_job.exists() else None
     if old is not None:
         diff = _differences(old, record)
+        grown = {d.partition(":")[0] for d in diff} == {"n", "raw_latents_sha256"}  # more of the same draw
+        if grown and isinstance(old.get("n"), int) and record["n"] > old["n"]:
+            raise ManifestMismatchError(
+                f"{lay.folder} already holds a render of {old.get('n')} images; this asks for "
+                f"{record['n']}. Fix: render the larger split into a new folder with --grow-from "
+                f"{lay.folder} (its images are reused, only the new ones rendered), or repeat "
+                f"--n {old.get('n')} to resume.")
         if diff:
             raise ManifestMismatchError(
                 f"{lay.folder} already holds a render with other settings ({'; '.join(diff)}). "
