@@ -447,3 +447,21 @@ def test_rows_that_differ_only_in_positives_and_loss_share_their_supervised_runs
                      for row in ("T1.5", "T2.6"))
     assert first["curve"] == second["curve"] and first["r2_per_latent"] == second["r2_per_latent"]
     assert "T1.5 and T2.6 share their supervised runs seed by seed" in readme_block(tmp_path)
+
+
+def test_held_out_r2_is_clipped_per_latent_in_results_and_reports(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from ident3d.baselines.synthetic.report import load_results
+    from ident3d.baselines.synthetic.run import clipped_mean
+
+    assert clipped_mean([0.9, -5.0, 0.5]) == pytest.approx(1.4 / 3)
+    committed = Path(__file__).resolve().parents[1] / "baselines/synthetic/results"
+    name = "T1.7-seed1-b256-n10000-lr0.001.json"  # one latent read at -526.6 held out
+    shutil.copy(committed / name, tmp_path / name)
+    stored = json.loads((tmp_path / name).read_text())
+    assert stored["r2"] < -90 and min(stored["r2_per_latent"]) < -500
+    [loaded] = load_results(tmp_path)
+    assert loaded["r2"] == pytest.approx(sum(max(v, 0) for v in stored["r2_per_latent"]) / 10)
+    assert 0 <= loaded["r2"] <= 100
