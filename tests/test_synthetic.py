@@ -426,13 +426,21 @@ def test_the_readme_sets_each_aninfonce_arm_beside_its_control_only_with_three_s
             name = f"{row}-seed{seed}-b256-n10000-lr0.0003.json"
             shutil.copy(committed / name, tmp_path / name)
     text = readme_block(tmp_path)
-    assert "AnInfoNCE (A.1) against isotropic InfoNCE (A.2), precisions 5 ... 25 linearly spaced" in text
-    assert "(A.3)" not in text  # its control has one seed
-    for seed in (1, 2):
-        name = f"A.4-seed{seed}-b256-n10000-lr0.0003.json"
+    assert "A.1 (AnInfoNCE) against A.2 (isotropic InfoNCE), precisions 5 ... 25 linearly spaced" in text
+    assert "AnInfoNCE's claim" in text and "so the claim is about MCC" in text  # stated first, in its terms
+    # the metric that supports the claim (A.1 over its control) and the one that does not (A.1's own MCC
+    # short of the authors' number at this budget, with their log at the same step)
+    assert "MCC A.1 minus A.2 +" in text and "A.1's own MCC" in text and "against the authors' 98.99" in text
+    assert "the source's own log at step 10,001: 83.30" in text
+    assert "At the authors' batch" not in text  # no run at their batch in this folder
+    assert "A.3 (AnInfoNCE)" not in text  # its control has one seed
+    for name in [f"A.4-seed{seed}-b256-n10000-lr0.0003.json" for seed in (1, 2)] + [
+            f"{row}-seed0-b1000-n15000-lr0.0001.json" for row in ("A.1", "A.2")]:
         shutil.copy(committed / name, tmp_path / name)
     text = readme_block(tmp_path)
-    assert "AnInfoNCE (A.3) against isotropic InfoNCE (A.4), two blocks of equal precisions" in text
+    assert "A.3 (AnInfoNCE) against A.4 (isotropic InfoNCE), two blocks of equal precisions" in text
+    assert text.count("At the authors' batch and learning rate (1,000 x 15,000, lr 0.0001, one seed)") == 1
+    assert "the authors' log at step 10,001: R² 97.14, MCC 83.30; A.2 there: MCC" in text
     # two blocks of tied precisions: no strict ranking reaches Spearman 1, and the line says how far one can
     assert text.count("the most any ranking reaches is 0.870") == 1
 
