@@ -132,13 +132,20 @@ def archived_entries(entries: list[Row]) -> list[Row]:
 
 
 def ranked_tables(entries: list[Row]) -> dict[Table, list[Row]]:
-    """Tables with the most entries first (then by dataset and protocol), each's rows ranked best
-    first; the page opens on the first. Archived entries are in no table."""
+    """Tables track by track, the track with the most entries first, and within a track the package's
+    default protocol first (then the fuller tables, then by name); each's rows ranked best first. The
+    page opens on the first table. Archived entries are in no table."""
+    from ident3d.protocols import DEFAULT
+
     tables: dict[Table, list[Row]] = {}
     for entry in entries:
         if not entry.get("archived"):
             tables.setdefault(table_of(entry), []).append(entry)
-    order = sorted(tables, key=lambda key: (-len(tables[key]), key))
+    per_track: dict[str, int] = {}
+    for (track, _), rows in tables.items():
+        per_track[track] = per_track.get(track, 0) + len(rows)
+    order = sorted(tables, key=lambda key: (-per_track[key[0]], key[0], key[1] != DEFAULT,
+                                            -len(tables[key]), key[1]))
     return {key: grouped(tables[key]) for key in order}
 
 
