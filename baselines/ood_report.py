@@ -39,7 +39,7 @@ def ood_svg(entry: Mapping[str, Any]) -> str:
     chart.x_categories("latent")
     for k, (name, scores) in enumerate(series):
         colour = COLOURS[k % len(COLOURS)]
-        chart.key(chart.left + 150 * k, 26, colour, f"{name} ({scores['linear_r2']:.2f})")
+        chart.key(chart.left + 150 * k, 26, colour, f"{name} ({100 * scores['linear_r2']:.1f}%)")
         for j, row in enumerate(scores["per_latent"]):
             chart.bar(chart.left + group * j + group * 0.1 + bar * k, bar, row["linear_r2"], colour)
     for j, factor in enumerate(factors):

@@ -197,3 +197,16 @@ def test_the_evaluator_scores_the_rendered_ood_splits_and_refuses_a_forged_one(
     with caplog.at_level(logging.WARNING):
         plain = evaluate(model, forged, progress=False).document
     assert "ood" not in plain and "test-extrapolation" in caplog.text
+
+
+def test_the_ood_chart_keys_give_percents_as_its_axis_does():
+    from ident3d.baselines.ood_report import ood_svg
+
+    def scores(r2):
+        return {"linear_r2": r2, "per_latent": [{"factor": "object_x", "linear_r2": r2}]}
+
+    entry = {"id": "E", "dataset": "3dident-ood-64@1", "result": {"ood": {
+        "in_distribution": scores(0.542), "splits": [{"split": "interpolation", **scores(0.31)}]}}}
+    svg = ood_svg(entry)
+    assert "in distribution (54.2%)" in svg and "interpolation (31.0%)" in svg
+    assert "R² (%)" in svg and "(0.54)" not in svg
