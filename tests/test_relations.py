@@ -1,6 +1,8 @@
 """The relations of the paper's Table 4 (ident3d.baselines.relations): the rule, and the section of
 docs/cpu-track.md, which must be what the committed entries give."""
 
+from pathlib import Path
+
 import pytest
 
 from ident3d.baselines.experiment import load_experiment
@@ -123,3 +125,20 @@ def test_the_summary_names_the_arms_of_each_difference_and_both_verdicts():
     assert len(exact) == 3
     assert "on exactly rendered pairs | R² | laplace-box - normal-box: -2.00 [" in exact[2]
     assert exact[2].endswith("| holds | not measured |")  # the paper's arms: no laplace-box in `here`
+
+
+def test_the_adjusted_interval_is_the_bonferroni_one_and_the_count_reports_it():
+    from scipy.stats import t as student_t
+
+    from ident3d.baselines.relations import RELATIONS, Arm, interval
+
+    a, b = Arm("a", 0.6, 0.02, 3), Arm("b", 0.5, 0.03, 3)
+    diff, low, high = interval(a, b)
+    _, low11, high11 = interval(a, b, 11)
+    assert low11 < low < diff < high < high11
+    ratio = (high11 - diff) / (high - diff)
+    se = ((0.02 ** 2 + 0.03 ** 2) / 3) ** 0.5
+    dof = (se ** 2) ** 2 / ((0.02 ** 2 / 3) ** 2 / 2 + (0.03 ** 2 / 3) ** 2 / 2)
+    assert ratio == pytest.approx(student_t.ppf(1 - 0.025 / 11, dof) / student_t.ppf(0.975, dof))
+    page = (Path(__file__).resolve().parents[1] / "docs/cpu-track.md").read_text()
+    assert f"Bonferroni over {len(RELATIONS)} [" in page and "On the Bonferroni-adjusted intervals" in page
