@@ -256,10 +256,29 @@ def _cell(relation: Relation, arms: dict[str, dict[str, Arm]], metric: str, fami
     return f"{text}; **{verdict(relation.kind, found, _seeds(a, b))}**" if metric == relation.metric else text
 
 
+def renders_lines(entries: list[dict]) -> list[str]:
+    """Per arm, the renders of the track's test split its seeds were scored on (the manifest's sha256,
+    as each entry's result records it): the same split re-rendered on another machine is the same
+    track, within the track's pixel tolerance, but not the same bytes."""
+    renders: dict[str, dict[str, int]] = {}
+    for data in (DATA, *EXACT_DATA):
+        for arm, entry in track_runs(entries, (data,)):
+            render = (entry.get("result") or {}).get("dataset", {}).get("manifest_sha256") or "unrecorded"
+            name = arm if data == DATA else f"{arm} ({data})"
+            renders.setdefault(name, {}).setdefault(render[:12], 0)
+            renders[name][render[:12]] += 1
+    every = sorted({r for by in renders.values() for r in by})
+    cells = "; ".join(f"{arm}: " + ", ".join(f"`{r}` ({n})" for r, n in sorted(by.items()))
+                      for arm, by in sorted(renders.items()))
+    return [f"The test-split renders each arm's runs were scored on (the first 12 digits of the manifest's "
+            f"sha256, with the number of runs; {len(every)} renders in all): {cells}."]
+
+
 def section(entries: list[dict]) -> str:
     """The docs section: the CPU track's entries against the paper's."""
     here, exact = arms_here(entries), arms_here(entries, EXACT_DATA)
-    return "\n".join([*relation_lines(here, arms_paper(entries)), "", *latents_read_lines(entries), "",
+    return "\n".join([*relation_lines(here, arms_paper(entries)), "", *renders_lines(entries), "",
+                      *latents_read_lines(entries), "",
                       *exact_lines(exact), "",
                       *snapping_lines(here, exact), "", *original_lines(here), "",
                       *learning_rate_reading(entries)])

@@ -142,3 +142,12 @@ def test_the_adjusted_interval_is_the_bonferroni_one_and_the_count_reports_it():
     assert ratio == pytest.approx(student_t.ppf(1 - 0.025 / 11, dof) / student_t.ppf(0.975, dof))
     page = (Path(__file__).resolve().parents[1] / "docs/cpu-track.md").read_text()
     assert f"Bonferroni over {len(RELATIONS)} [" in page and "On the Bonferroni-adjusted intervals" in page
+
+
+def test_every_arm_says_which_test_render_it_was_scored_on():
+    from ident3d.baselines.relations import renders_lines, track_runs
+
+    entries = load_entries(ENTRIES_DIR)
+    [line] = renders_lines(entries)
+    for arm, entry in track_runs(entries):
+        assert f"{arm}: " in line and entry["result"]["dataset"]["manifest_sha256"][:12] in line
