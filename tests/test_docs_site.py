@@ -58,3 +58,12 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
         f.write("\nSee [the missing page](missing.md).\n")
     done = build(tmp_path, tmp_path / "site")
     assert done.returncode != 0 and "missing.md" in done.stderr
+
+
+def test_the_home_pages_code_fits_its_column():
+    # the site's content column holds about 80 characters of code at 1,280 px: a longer line is cut
+    # off behind a scroll bar on the page a newcomer reads first
+    text = (REPO / "docs/index.md").read_text()
+    blocks = re.findall(r"```\w*\n(.*?)```", text, flags=re.S)
+    code = [line for block in blocks for line in block.splitlines()]
+    assert code and max(map(len, code)) <= 80, max(code, key=len)
