@@ -53,6 +53,8 @@ def from_environment(device: torch.device, batch_size: int) -> Ranks:
         raise TrainingError(f"batch_size {batch_size} over {world} processes: each takes an equal slice of "
                             f"the global batch. Fix: choose a batch size divisible by {world}.")
     if not dist.is_initialized():
+        if device.type == "cuda":  # NCCL's communicators live on the current device: this rank's own
+            torch.cuda.set_device(ranks.local)
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     return ranks
 
@@ -78,12 +80,14 @@ def gather_features(h: torch.Tensor, anchors: int, pairs: bool) -> torch.Tensor:
 class GlobalBatchNorm2d(nn.BatchNorm2d):
     """Batch normalisation over the global batch of all ranks while training (the sums of each rank
     all-reduced with their gradients), on any device, including the CPU where torch's SyncBatchNorm
-    refuses; alone, or in eval mode, the plain layer. Running statistics follow the global batch, as
-    one process's would."""
+    refuses; without a process group, or in eval mode, the plain layer. Running statistics follow the
+    global batch, as one process's would. The statistics and the output are float32 whatever the
+    input (bf16 under CUDA autocast), as autocast runs torch's own batch norm."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not (self.training and dist.is_initialized() and dist.get_world_size() > 1):
+        if not (self.training and dist.is_initialized()):
             return super().forward(x)
+        x = x.float()
         channels, dims = x.shape[1], (0, 2, 3)
         count = torch.tensor([x.numel() / channels], dtype=x.dtype, device=x.device)
         total = dist_nn.all_reduce(torch.cat([x.sum(dims), count]))

@@ -201,8 +201,9 @@ def _loader(config: TrainConfig, dataset: ThreeDIdent, start: int, device: torch
     source = pair_source(config.positives, dataset, seed=config.seed, conditional=config.conditional,
                          scale=config.scale, index=config.index, uint8=device.type == "cuda")
     workers = config.workers
-    if workers < 0:
-        workers = min(8, max(1, (os.cpu_count() or 2) - 1)) if device.type == "cuda" else 0
+    if workers < 0:  # on CUDA the machine's cores, shared by the processes of a torchrun run on it
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        workers = min(8, max(1, ((os.cpu_count() or 2) - 1) // local)) if device.type == "cuda" else 0
     options = dict(batch_sampler=StepBatches(start, config.iterations, config.batch_size,
                                              shard=(ranks.rank, ranks.world)),
                    num_workers=workers, pin_memory=device.type == "cuda",

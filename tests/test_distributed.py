@@ -60,6 +60,42 @@ def test_each_rank_takes_its_slice_of_the_one_process_batch_in_rank_order():
     assert [a + b for a, b in zip(*ranks, strict=True)] == alone
 
 
+def test_global_batch_norm_is_torchs_batch_norm_in_float32_whatever_its_input(tmp_path):
+    # One process in a gloo group runs the global path: the same output, gradients and running
+    # statistics as torch's layer, and float32 statistics from a bf16 input (CUDA autocast's dtype).
+    import torch.distributed as dist
+
+    from ident3d.baselines.distributed import GlobalBatchNorm2d
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'group'}", rank=0, world_size=1)
+    try:
+        torch.manual_seed(0)
+        for dtype in (torch.float32, torch.bfloat16):
+            plain, mine = torch.nn.BatchNorm2d(4), torch.nn.BatchNorm2d(4)
+            with torch.no_grad():
+                plain.weight.uniform_(0.5, 1.5)
+                plain.bias.uniform_(-0.5, 0.5)
+            mine.load_state_dict(plain.state_dict())
+            mine.__class__ = GlobalBatchNorm2d
+            x = (3 * torch.randn(8, 4, 5, 5) + 1).to(dtype)
+            a, b = x.float().clone().requires_grad_(), x.clone().requires_grad_()
+            out, expected = mine(b), plain(a)
+            assert out.dtype == torch.float32
+            torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+            (out * torch.arange(4.0).view(1, 4, 1, 1)).sum().backward()
+            (expected * torch.arange(4.0).view(1, 4, 1, 1)).sum().backward()
+            loose = dtype == torch.bfloat16  # the input's gradient comes back in bf16
+            torch.testing.assert_close(b.grad.float(), a.grad, rtol=1e-2 if loose else 1e-5,
+                                       atol=1e-2 if loose else 1e-6)
+            for name in ("running_mean", "running_var"):
+                torch.testing.assert_close(getattr(mine, name), getattr(plain, name), rtol=1e-5, atol=1e-6)
+            for name in ("weight", "bias"):  # sums of 200 terms whose exact sum can be 0: absolute
+                torch.testing.assert_close(getattr(mine, name).grad, getattr(plain, name).grad, rtol=1e-5,
+                                           atol=1e-4)
+    finally:
+        dist.destroy_process_group()
+
+
 @pytest.mark.slow
 def test_two_processes_take_the_step_one_process_takes_with_the_global_batch(data, two_processes, tmp_path):
     # Adam's first moment after one step is a tenth of the step's gradient, so the checkpoints compare
