@@ -362,11 +362,3 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                       device=str(device), progress=progress)
     result.save(out / "result.json")
     return out / "result.json"
-
-
-if __name__ == "__main__":  # python -m ident3d.baselines.train ARGS is `ident3d train ARGS` (for torchrun)
-    import sys
-
-    from ident3d.cli import main
-
-    raise SystemExit(main(["train", *sys.argv[1:]]))

@@ -30,7 +30,7 @@ def data(tmp_path_factory):
 
 def torchrun(data, out, *extra, steps=STEPS, wait=True):
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-               "-m", "ident3d.baselines.train", "--preset", "smoke", "--data", str(data), "--out", str(out),
+               "-m", "ident3d", "train", "--preset", "smoke", "--data", str(data), "--out", str(out),
                "--iterations", str(steps), "--batch-size", str(BATCH), "--quiet",
                "--set", "log_every=1", "--set", "checkpoint_every=2", "--set", "eval_every=0", *extra]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -158,7 +158,7 @@ def test_several_processes_refuse_a_folder_that_holds_files(data, tmp_path):
     out.mkdir()
     (out / "notes.txt").write_text("someone's notes")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-               "-m", "ident3d.baselines.train", "--preset", "smoke", "--data", str(data), "--out", str(out),
+               "-m", "ident3d", "train", "--preset", "smoke", "--data", str(data), "--out", str(out),
                "--iterations", "2", "--batch-size", "8", "--quiet"]
     done = subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True,
                           text=True, timeout=600)
