@@ -10,6 +10,7 @@ from typing import Any
 from ident3d import atomic
 from ident3d.baselines.experiment import PROTOCOL_RESULTS, Experiment, ExperimentError, Run
 from ident3d.baselines.reproduction import load_runs, paired_spec, training_minutes
+from ident3d.leaderboard.ranking import PIXELS_LOSS, SUPERVISED_POSITIVES
 from ident3d.manifest import read_manifest
 
 LOSS_NAMES = {"lp": "InfoNCE, L2 (Normal)", "vmf": "InfoNCE, dot product (vMF)", "mse": "MSE to the latents",
@@ -21,10 +22,10 @@ def describe(run: dict[str, Any]) -> dict[str, str]:
     """The entry fields that say what a run is: positives, loss, model space and budget."""
     config = run["config"]
     if config is None:
-        return {"positives": "none", "loss": "none (linear read-out from pixels)", "model_space": "pixels",
+        return {"positives": "none", "loss": PIXELS_LOSS, "model_space": "pixels",
                 "budget": "no training: each image average-pooled to 8 x 8 (baselines/pixels.py)"}
     if config["positives"] == "anchors":
-        positives = "none (supervised)"
+        positives = SUPERVISED_POSITIVES
     elif config["positives"] == "augment":
         positives = "SimCLR image augmentations"
     elif config["positives"] == "rendered":

@@ -5,11 +5,13 @@ from __future__ import annotations
 from ident3d.leaderboard.companions import companion_metrics, shown_columns
 from ident3d.leaderboard.legend import markdown_legend
 from ident3d.leaderboard.ranking import (
+    REFERENCES,
     Row,
     archived_entries,
     claim_problem,
     fresh_draw,
     ranked_tables,
+    reference,
     scores,
     signer,
     status,
@@ -32,6 +34,8 @@ the paper; **unverified-claim** = says verified, but no key of `leaderboard/veri
 it shows (ranked by its public-split numbers). A verified row was signed by the verifier's key named
 in its status; it shows only what its fresh draw measured.
 """
+REFERENCE_LEGEND = "Marked beside a model's name, ranked like any row: " + "; ".join(
+    f"**{name}** = {meaning}" for name, meaning in REFERENCES.items()) + ".\n"
 
 
 def percent(value: float | None, std: float | None = None) -> str:
@@ -65,7 +69,8 @@ def url(value: str) -> str:
 
 
 def _link(entry: Row) -> str:
-    return f"[{text(entry['name'])}]({url(entry['paper'])})" if entry["paper"] else text(entry["name"])
+    name = f"[{text(entry['name'])}]({url(entry['paper'])})" if entry["paper"] else text(entry["name"])
+    return name + (f" **{reference(entry)}**" if reference(entry) else "")
 
 
 def _status(entry: Row) -> str:
@@ -127,7 +132,7 @@ def archived_lines(entries: list[Row]) -> list[str]:
 
 
 def render_markdown(entries: list[Row]) -> str:
-    parts = [HEADER]
+    parts = [HEADER, REFERENCE_LEGEND]
     known = tracks()
     for (track, protocol), table in ranked_tables(entries).items():
         about = known.get(track.partition("@")[0])

@@ -21,6 +21,21 @@ GROUP_AGREES_ON = ("loss", "positives", "model_space", "training_data", "status"
 
 UNVERIFIED_CLAIM = "unverified-claim"
 
+# The reference rows every table is read against, named by the fields the package writes for them
+# (baselines/baseline_entries.py): the topline is trained on the latents themselves, the floor learns
+# nothing. A row is marked so, never ranked apart: the mark says what its score means.
+SUPERVISED_POSITIVES = "none (supervised)"
+PIXELS_LOSS = "none (linear read-out from pixels)"
+REFERENCES = {"topline": "trained on the latents: the score a method without labels is read against",
+              "floor": "no learning: the score of the images themselves"}
+
+
+def reference(row: Row) -> str | None:
+    """"topline" for a row trained on the latents, "floor" for the pixel read-out, else None."""
+    if row.get("positives") == SUPERVISED_POSITIVES:
+        return "topline"
+    return "floor" if row.get("loss") == PIXELS_LOSS else None
+
 
 def signer(row: Row) -> str | None:
     """The keyring key that signed a verified entry's record (``leaderboard.verification``), or None:

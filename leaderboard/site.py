@@ -9,12 +9,14 @@ from ident3d.leaderboard.companions import COLUMNS, companion_metrics
 from ident3d.leaderboard.legend import MEANINGS
 from ident3d.leaderboard.ranking import (
     LATENT_KEYS,
+    REFERENCES,
     Row,
     archived_entries,
     claim_problem,
     fresh_draw,
     latent_scores,
     ranked_tables,
+    reference,
     scores,
     signer,
     status,
@@ -30,6 +32,7 @@ def page_row(row: Row) -> dict:
     """What the page shows of a table row; a seed group carries its runs and their mean per latent."""
     shown = {k: row.get(k) for k in PAGE_FIELDS}
     shown["status"], shown["signer"], shown["claim"] = status(row), signer(row), claim_problem(row)
+    shown["reference"] = reference(row)  # topline or floor, marked beside the name
     shown["metrics"] = dict(scores(row))  # a verified row's fresh draw
     draw = fresh_draw(row)
     shown["fresh"] = {"n": draw["n"], "public": row["metrics"], "gap": draw["gap"],
@@ -50,7 +53,7 @@ def page_data(entries: list[Row]) -> dict:
             for rank, row in enumerate(table, start=1)]
     known = {t.id: {"title": t.title, "description": t.description} for t in tracks().values()}
     archived = [{**page_row(e), "archived": e["archived"]} for e in archived_entries(entries)]
-    return {"entries": rows, "archived": archived, "legend": MEANINGS,
+    return {"entries": rows, "archived": archived, "legend": MEANINGS, "references": REFERENCES,
             "companion_columns": [list(c) for c in COLUMNS],
             "tables": [[track, protocol, len(rows)] for (track, protocol), rows in tables.items()],
             "tracks": {track: known[track] for track, _ in tables if track in known}}

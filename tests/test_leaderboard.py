@@ -27,7 +27,7 @@ from ident3d.leaderboard.entries import (
 )
 from ident3d.leaderboard.hub_export import export
 from ident3d.leaderboard.markdown import render_markdown
-from ident3d.leaderboard.ranking import ranked_tables, table_of
+from ident3d.leaderboard.ranking import PIXELS_LOSS, SUPERVISED_POSITIVES, ranked_tables, reference, table_of
 from ident3d.results import Result
 from ident3d.variants import get_variant
 
@@ -173,6 +173,18 @@ def test_tables_rank_by_mcc_then_r2_then_id_and_never_mix_protocols(tmp_path):
     rows = [line for line in published.splitlines() if "`Zimmermann" in line]
     assert "supervised" in rows[0] and "identity" in rows[-1]  # missing MCC ranks last
     assert "| 96.73 ± 0.10 | 98.31 ± 0.04 |" in published
+
+
+def test_the_topline_and_the_floor_are_marked_beside_their_names(tmp_path):
+    for entry_id, fields in (("Top2026Supervised", {"positives": SUPERVISED_POSITIVES}),
+                             ("Low2026Pixels", {"positives": "none", "loss": PIXELS_LOSS}),
+                             ("Doe2026Contrastive", {"loss": "trained on the latents, supervised"})):
+        write_entry(entry_from_result(result_of(0.8, 0.7), entry_id, **fields), tmp_path)
+    text = render_markdown(load_entries(tmp_path))
+    rows = {line.split("`")[1]: line for line in text.splitlines() if line.startswith("| ") and "`" in line}
+    assert "**topline**" in rows["Top2026Supervised"] and "**floor**" in rows["Low2026Pixels"]
+    assert "**topline**" not in rows["Doe2026Contrastive"] and "**floor**" not in rows["Doe2026Contrastive"]
+    assert "**topline** = trained on the latents" in text  # the mark's legend
 
 
 def test_seed_groups_rank_as_one_row_with_mean_and_sample_sd(tmp_path):
@@ -397,6 +409,14 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         for k in range(badges.count()):
             box = badges.nth(k).bounding_box()
             assert badges.nth(k).is_visible() and box["x"] + box["width"] <= 1280, k
+        marks = page.locator("#board tbody tr .reference")  # the topline and the floor say what they are
+        marked = {m: [row["id"] for row in table_rows if reference(row) == m] for m in ("topline", "floor")}
+        assert marked["topline"] and marked["floor"]
+        assert sorted(marks.all_inner_texts()) == sorted(m for m, ids in marked.items() for _ in ids)
+        for mark, ids in marked.items():
+            for row_id in ids:
+                assert page.locator(f"#board tbody tr[data-id='{row_id}'] .reference").inner_text() == mark
+        assert "trained on the latents" in page.inner_text("#legend")
         roe = next(e for e in entries if e["id"] == "Roe2026Contrastive")  # a self-reported row stands out
         page.select_option("#dataset", roe["dataset"])
         page.select_option("#protocol", roe["protocol"])
@@ -457,7 +477,7 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         crafted = page.evaluate("""() => csv([{id: "x", rank: 1, name: "=HYPERLINK(1)", dataset: "+t",
             protocol: "-p", status: "@s", positives: "\\tq", loss: "\\rl", model_space: "box",
             metrics: {linear_r2: -0.5}, paper: "", footnote: "=1+1"}])""").split("\r\n")[1]
-        assert crafted.startswith('"1","x","\'=HYPERLINK(1)","","\'+t","\'-p","\'@s","\'\tq","\'\rl",'
+        assert crafted.startswith('"1","x","\'=HYPERLINK(1)","","\'+t","\'-p","\'@s","","\'\tq","\'\rl",'
                                   '"box","-0.5"')
         assert crafted.endswith('"\'=1+1"')  # text is defused, a negative number stays a number
 
