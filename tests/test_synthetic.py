@@ -404,6 +404,10 @@ def test_report_draws_lambda_trajectories_beside_itself(tmp_path):
     assert len(isotropic.findall(f"{svg}polyline")) == 1  # one shared precision
     dashed = [e for e in anisotropic.findall(f"{svg}line") if e.get("stroke-dasharray")]
     assert len(dashed) == 10  # the true precisions, 5 ... 25
+    texts = [e.text for e in anisotropic.iter(f"{svg}text")]  # a key names each latent's colour
+    assert [t for t in texts if t.startswith("z")] == [f"z{k + 1} (true {5 + 20 * k / 9:.3g})" for k in range(10)]
+    swatches = [e.get("fill") for e in anisotropic.findall(f"{svg}rect") if e.get("width") == "10"]
+    assert swatches == [e.get("stroke") for e in dashed]  # the key's colours are the true levels' colours
     assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 1  # no overwrite
     # a crafted result may not steer the figure's file name or break the drawing
     first = json.loads(next(out.glob("A.1-*.json")).read_text())

@@ -2,7 +2,8 @@
 
 One solid line per learned precision, coloured by the latent its feature is matched to (the
 evaluator's Hungarian assignment at the end of the run), and a dashed line at that latent's true
-precision; an isotropic run has one learned value, drawn in grey.
+precision; an isotropic run has one learned value, drawn in grey. A key at the right names each
+latent's colour and its true precision.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ def lambda_svg(result: dict[str, Any]) -> str:
     assignment = result.get("assignment", [])
     top = max([*truth, *(v for values in learned for v in values), 1.0]) * 1.1
     shown = "learned Lambda (solid) and true precision (dashed)" if truth else "learned Lambda"
+    latents = len(truth) or len(assignment)
+    key_width = 120 if latents else 0
     chart = Chart(f"{result['row']} seed {result['seed']}: {shown} per matched latent", x_max=max(steps),
-                  y_max=top)
+                  y_max=top, width=640 + key_width, margins=(56, 28 + key_width, 28, 40))
     chart.y_grid(ticks(top), "precision (no unit)")
     chart.x_labels(ticks(max(steps), 4), "training step")
     one = len(learned[0]) == 1
@@ -41,4 +44,7 @@ def lambda_svg(result: dict[str, Any]) -> str:
         chart.line([(s, v[feature]) for s, v in zip(steps, learned, strict=True)], colour)
     for latent, value in enumerate(truth):
         chart.level(value, PALETTE[latent % len(PALETTE)])
+    for latent in range(latents):
+        text = f"z{latent + 1}" + (f" (true {truth[latent]:.3g})" if truth else "")
+        chart.key(chart.right + 20, 34 + 16 * latent, PALETTE[latent % len(PALETTE)], text)
     return chart.svg()
