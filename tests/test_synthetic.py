@@ -234,10 +234,12 @@ def test_supervised_row_reads_the_latents_better_than_the_observations_do(tmp_pa
 
 
 @pytest.mark.slow
-def test_a_row_resumes_to_the_result_of_an_unbroken_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("seeds", [[0], [0, 1]], ids=["one seed", "stacked seeds"])
+def test_a_row_resumes_to_the_result_of_an_unbroken_run(tmp_path, monkeypatch, seeds):
     budget = synthetic_run.Budget(steps=12, batch_size=32, eval_every=4)
     row = get_row("A.1")
-    unbroken = json.loads(synthetic_run.run(row, 0, budget, tmp_path / "a").read_text())
+    unbroken = [json.loads(p.read_text())
+                for p in synthetic_run.run_seeds(row, seeds, budget, tmp_path / "a")]
     save = synthetic_run.save_checkpoint
 
     def stop_after_saving(*args, **kwargs):
@@ -246,14 +248,50 @@ def test_a_row_resumes_to_the_result_of_an_unbroken_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(synthetic_run, "save_checkpoint", stop_after_saving)
     with pytest.raises(KeyboardInterrupt):
-        synthetic_run.run(row, 0, budget, tmp_path / "b")
+        synthetic_run.run_seeds(row, seeds, budget, tmp_path / "b")
     monkeypatch.setattr(synthetic_run, "save_checkpoint", save)
-    resumed = json.loads(synthetic_run.run(row, 0, budget, tmp_path / "b").read_text())
-    for key in ("r2", "mcc", "r2_per_latent", "precision"):
-        assert resumed[key] == unbroken[key]
-    assert [c["step"] for c in resumed["curve"]] == [4, 8, 12]
-    assert len(resumed["precision"]["learned_matched"]) == 10
+    resumed = [json.loads(p.read_text()) for p in synthetic_run.run_seeds(row, seeds, budget, tmp_path / "b")]
+    for before, after in zip(unbroken, resumed, strict=True):
+        for key in ("r2", "mcc", "r2_per_latent", "precision"):
+            assert after[key] == before[key]
+        assert [c["step"] for c in after["curve"]] == [4, 8, 12]
+        assert len(after["precision"]["learned_matched"]) == 10
+    assert [r["seed"] for r in resumed] == seeds
     assert not list((tmp_path / "b").glob(".*checkpoint*"))
+
+
+STACKED_TOLERANCE = 0.05  # points of R² (also per latent), MCC, loss, Lambda: float32 rounding, 12 steps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("row_id", "column"), [("T2.2", "unsupervised"), ("A.1", "unsupervised"),
+                                                ("T1.1", "supervised")])
+def test_stacked_seeds_equal_their_single_seed_runs(tmp_path, row_id, column):
+    """Seeds trained as one stacked model start from their own runs' initialisation and see their
+    pairs: their curves match the single-seed runs to float32 rounding, and each result says it was
+    stacked, and with which seeds."""
+    budget = synthetic_run.Budget(steps=12, batch_size=32, eval_every=4)
+    row = get_row(row_id)
+    stacked = synthetic_run.run_seeds(row, [2, 0], budget, tmp_path / "stacked", progress=False,
+                                      column=column)
+    for path, seed in zip(stacked, [2, 0], strict=True):
+        together = json.loads(path.read_text())
+        alone = json.loads(synthetic_run.run(row, seed, budget, tmp_path / "alone", progress=False,
+                                             column=column).read_text())
+        assert path.name == synthetic_run.result_name(row, seed, budget, column)
+        assert together["seed"] == seed and together["stacked_seeds"] == [2, 0]
+        assert "stacked_seeds" not in alone
+        for a, b in zip(together["curve"], alone["curve"], strict=True):
+            assert a["step"] == b["step"]
+            for key in ("r2", "mcc", "loss"):
+                assert a[key] == pytest.approx(b[key], abs=STACKED_TOLERANCE), (seed, a["step"], key)
+        assert together["r2_per_latent"] == pytest.approx(alone["r2_per_latent"], abs=STACKED_TOLERANCE)
+        if "precision" in alone:
+            assert together["precision"]["learned_matched"] == pytest.approx(
+                alone["precision"]["learned_matched"], abs=STACKED_TOLERANCE)
+    again = synthetic_run.run_seeds(row, [0, 1], budget, tmp_path / "stacked", progress=False, column=column)
+    assert json.loads(again[0].read_text())["stacked_seeds"] == [2, 0]  # seed 0 was done: only 1 ran
+    assert "stacked_seeds" not in json.loads(again[1].read_text())  # a stack of one is a single run
 
 
 @pytest.mark.slow
@@ -405,7 +443,8 @@ def test_report_draws_lambda_trajectories_beside_itself(tmp_path):
     dashed = [e for e in anisotropic.findall(f"{svg}line") if e.get("stroke-dasharray")]
     assert len(dashed) == 10  # the true precisions, 5 ... 25
     texts = [e.text for e in anisotropic.iter(f"{svg}text")]  # a key names each latent's colour
-    assert [t for t in texts if t.startswith("z")] == [f"z{k + 1} (true {5 + 20 * k / 9:.3g})" for k in range(10)]
+    keys = [f"z{k + 1} (true {5 + 20 * k / 9:.3g})" for k in range(10)]
+    assert [t for t in texts if t.startswith("z")] == keys
     swatches = [e.get("fill") for e in anisotropic.findall(f"{svg}rect") if e.get("width") == "10"]
     assert swatches == [e.get("stroke") for e in dashed]  # the key's colours are the true levels' colours
     assert main(["synthetic", "report", "--results", str(out), "--out", str(report)]) == 1  # no overwrite

@@ -107,3 +107,27 @@ def test_a_sweep_over_devices_runs_one_process_per_device_and_each_run_once(tmp_
                         (["--devices", "cpu,,cpu"], "expected all or a comma list")]:
         assert main(["synthetic", "sweep", "--plan", str(plan), "--out", str(tmp_path / "x"), *argv]) == 1
         assert words in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_stacked_sweep_trains_each_rows_unfinished_seeds_as_one_job(tmp_path, capsys):
+    plan, out = tmp_path / "plan.toml", tmp_path / "results"
+    plan.write_text(SPREAD.replace("steps = 30", "steps = 4").replace("eval_every = 30", "eval_every = 4"))
+    out.mkdir()
+    budget = "b32-n4-lr0.0001"
+    assert main(["-q", "synthetic", "run", "--row", "T1.6", "--seeds", "3", "--steps", "4",
+                 "--batch-size", "32", "--eval-every", "4", "--out", str(out)]) == 0  # one seed done alone
+    capsys.readouterr()
+    assert main(["-q", "synthetic", "sweep", "--plan", str(plan), "--out", str(out), "--stacked"]) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed == [str(out / f"T1.6-seed{seed}-{budget}.json") for seed in (0, 1, 2)]
+    results = {seed: json.loads((out / f"T1.6-seed{seed}-{budget}.json").read_text()) for seed in range(4)}
+    assert [results[seed].get("stacked_seeds") for seed in range(4)] == [[0, 1, 2]] * 3 + [None]
+    assert not list(out.glob(".*"))  # no lock or checkpoint left behind
+    assert main(["-q", "synthetic", "sweep", "--plan", str(plan), "--out", str(out), "--stacked"]) == 0
+    assert capsys.readouterr().out == ""  # nothing left to run
+    for bad in ("0,0", "1,-2", "a", ""):
+        with pytest.raises(SystemExit) as stopped:
+            main(["synthetic", "run", "--row", "T1.6", "--seeds", bad, "--out", str(out)])
+        assert stopped.value.code == 2
+        assert "expected distinct integers >= 0 separated by commas" in capsys.readouterr().err

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -28,6 +28,7 @@ from ident3d import __version__, atomic, metrics
 from ident3d.baselines.checkpoints import load_checkpoint, readable_checkpoint, save_checkpoint
 from ident3d.baselines.losses import PRECISION_MAPS, AnInfoNCE, build_loss
 from ident3d.baselines.models import MLPEncoder
+from ident3d.baselines.seed_stack import seed_models
 from ident3d.baselines.synthetic import device_sampling
 from ident3d.baselines.synthetic.processes import invertible_mlp
 from ident3d.baselines.synthetic.table import COLUMNS, Row, get_row
@@ -104,9 +105,10 @@ class Budget:
         return f"{self.batch_size:,} x {self.steps:,}, lr {self.lr:g}" + "".join(parts)
 
 
-def result_name(row: Row, seed: int, budget: Budget, column: str = "unsupervised") -> str:
+def result_name(row: Row, seed: int | str, budget: Budget, column: str = "unsupervised") -> str:
     """``T1.1-seed0-b256-n10000-lr0.001.json``; the other columns say so, and the identity read-out
-    (nothing trained) has no budget: ``T1.1-identity-seed0.json``."""
+    (nothing trained) has no budget: ``T1.1-identity-seed0.json``. (A stacked run's checkpoint names
+    its seeds as ``seed`` "0-1-2".)"""
     kind = "" if column == "unsupervised" else f"-{column}"
     trained = "" if column == "identity" else f"-{budget.tag()}"
     return f"{row.run_id}{kind}-seed{seed}{trained}.json"
@@ -132,9 +134,12 @@ def score(features: np.ndarray, z_fit: np.ndarray, z_score: np.ndarray) -> dict[
             "r2_per_latent": (100 * r2).round(3).tolist(), "assignment": assignment.tolist()}
 
 
-def _features(encoder: nn.Module, mixing: nn.Module, z: np.ndarray, device: torch.device) -> np.ndarray:
+def _features(encode: Callable[[torch.Tensor], torch.Tensor], mix: Callable[[torch.Tensor], torch.Tensor],
+              z: list[np.ndarray], device: torch.device) -> list[np.ndarray]:
+    """Each seed's features of its own points ``z[k]``, from the (stacked) mixing and encoder."""
     with torch.no_grad():
-        return encoder(mixing(torch.from_numpy(z).float().to(device))).double().cpu().numpy()
+        h = encode(mix(torch.stack([torch.from_numpy(points).float() for points in z]).to(device)))
+        return list(h.double().cpu().numpy())
 
 
 def _pairs(row: Row, seed: int, step: int, n: int, sampler: str,
@@ -178,8 +183,53 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
     CUDA when present); write ``out/<name>.json``. A row that shares its runs with another
     (``same_run_as``) runs that row. ``sampler`` draws the pairs: numpy on the CPU and torch on the
     device by default (``torch`` on the CPU runs the GPU's code path)."""
+    return run_seeds(row, [seed], budget, out, progress, column, device, sampler)[0]
+
+
+@dataclass
+class _Seed:
+    """One seed's part of a run: its mixing, encoder, loss and held-out points, made in the order a
+    single-seed run makes them (so a stacked seed starts where its own run would)."""
+
+    seed: int
+    path: Path
+    mixing: nn.Module
+    z_fit: np.ndarray
+    z_score: np.ndarray
+    encoder: nn.Module | None = None
+    criterion: nn.Module | None = None
+
+    @property
+    def z_eval(self) -> np.ndarray:
+        return np.concatenate([self.z_fit, self.z_score])
+
+
+def _seed(row: Row, seed: int, path: Path, column: str, budget: Budget, dev: torch.device) -> _Seed:
+    torch.manual_seed(seed)
+    mixing = invertible_mlp(row.process.dim, MIXING_LAYERS, seed).to(dev)
+    part = _Seed(seed, path, mixing, *held_out(row, seed))
+    if column != "identity":
+        m = row.model
+        part.encoder = MLPEncoder(row.process.dim, m.space).to(dev)
+        part.criterion = (None if column == "supervised" else
+                          build_loss(m.loss, dim=row.process.dim, p=m.p, tau=m.tau, negatives=m.negatives,
+                                     precision_map=budget.precision_map).to(dev))
+    return part
+
+
+def run_seeds(row: Row, seeds: list[int], budget: Budget, out: Path, progress: bool = True,
+              column: str = "unsupervised", device: str | None = None, sampler: str | None = None
+              ) -> list[Path]:
+    """``run`` for each of ``seeds`` at once: their encoders (and losses) trained as one stacked model
+    (``ident3d.baselines.seed_stack``), each seed with the pairs, mixing and initialisation of its
+    own run, one result file per seed. A seed whose result exists is left out; one checkpoint holds
+    the rest. Stacked seeds equal their single runs to float32 rounding per step (the kernels differ),
+    so after many steps they are other draws of the same run, not the same numbers
+    (tests/test_synthetic.py measures the difference)."""
     if column not in COLUMNS:
         raise TrainingError(f"column = {column!r}; expected one of {', '.join(COLUMNS)}")
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise TrainingError(f"seeds = {seeds!r}; expected distinct seeds, at least one")
     dev = resolve_device(device)
     sampler = sampler or ("numpy" if dev.type == "cpu" else "torch")
     if sampler not in SAMPLERS:
@@ -189,33 +239,44 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
                             "the CPU. Fix: run on a GPU, or use fp32 (or bf16).")
     row = get_row(row.run_id)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / result_name(row, seed, budget, column)
-    if path.exists():
-        log.info("%s exists; nothing to do", path)
-        return path
-    checkpoint = out / f".{path.stem}.checkpoint.safetensors"
-    torch.manual_seed(seed)
-    mixing = invertible_mlp(row.process.dim, MIXING_LAYERS, seed).to(dev)
-    z_fit, z_score = held_out(row, seed)
-    z_eval = np.concatenate([z_fit, z_score])
+    paths = [out / result_name(row, seed, budget, column) for seed in seeds]
+    for path in paths:
+        if path.exists():
+            log.info("%s exists; nothing to do", path)
+    parts = [_seed(row, seed, path, column, budget, dev) for seed, path in zip(seeds, paths, strict=True)
+             if not path.exists()]
     if column == "identity":
-        result = score(_features(nn.Identity(), mixing, z_eval, dev), z_fit, z_score) | {"curve": []}
-        return _write(path, row, column, seed, budget, result, seconds=(0.0, 0.0), ran=(dev, "numpy"))
+        for part in parts:
+            [h] = _features(lambda x: x, seed_models([part.mixing])[1], [part.z_eval], dev)
+            result = score(h, part.z_fit, part.z_score) | {"curve": []}
+            _write(part.path, row, column, part.seed, budget, result, seconds=(0.0, 0.0), ran=(dev, "numpy"))
+        return paths
+    if parts:
+        _train(row, parts, budget, out, progress, column, dev, sampler)
+    return paths
 
-    encoder = MLPEncoder(row.process.dim, row.model.space).to(dev)
-    m = row.model
-    criterion = (None if column == "supervised" else
-                 build_loss(m.loss, dim=row.process.dim, p=m.p, tau=m.tau, negatives=m.negatives,
-                            precision_map=budget.precision_map).to(dev))
+
+def _train(row: Row, parts: list[_Seed], budget: Budget, out: Path, progress: bool, column: str,
+           dev: torch.device, sampler: str) -> None:
+    seeds = [part.seed for part in parts]
+    stem = result_name(row, "-".join(map(str, seeds)), budget, column).removesuffix(".json")
+    checkpoint = out / f".{stem}.checkpoint.safetensors"  # one seed: its own run's checkpoint name
+    _, mix = seed_models([part.mixing for part in parts])
+    encoder, encode = seed_models([part.encoder for part in parts])
+    criteria = [part.criterion for part in parts]
+    losses = (nn.Module() if criteria[0] is None else criteria[0] if len(parts) == 1
+              else nn.ModuleList(criteria))  # what the checkpoint holds of the losses
     groups = [{"params": encoder.parameters()}]
-    if criterion is not None and list(criterion.parameters()):
-        groups.append({"params": criterion.parameters(), "lr": budget.loss_lr})
+    if list(losses.parameters()):
+        groups.append({"params": losses.parameters(), "lr": budget.loss_lr})
     optimizer = torch.optim.Adam(groups, lr=budget.lr)
-    step, curve, cpu, wall = 0, [], 0.0, 0.0
+    step, curves, cpu, wall = 0, [[] for _ in parts], 0.0, 0.0
     if checkpoint.exists():
-        step, metadata = load_checkpoint(checkpoint, encoder, criterion or nn.Module(), optimizer)
+        step, metadata = load_checkpoint(checkpoint, encoder, losses, optimizer)
         with readable_checkpoint(checkpoint):
-            curve, cpu = json.loads(metadata["curve"]), float(metadata["cpu_seconds"])
+            curves = (json.loads(metadata["curves"]) if "curves" in metadata
+                      else [json.loads(metadata["curve"])])  # a single-seed checkpoint of an earlier version
+            cpu = float(metadata["cpu_seconds"])
             wall = float(metadata.get("wall_seconds", cpu))
         drew = metadata.get("sampler", "numpy")  # checkpoints before the torch sampler: numpy
         if drew != sampler:
@@ -223,52 +284,63 @@ def run(row: Row, seed: int, budget: Budget, out: Path, progress: bool = True,
                                 f"would draw the rest with {sampler}. Fix: resume on the device it began "
                                 f"on ({'--device cpu' if drew == 'numpy' else '--device cuda'}), or delete "
                                 "the checkpoint to start again.")
-        log.info("resumed %s at step %d", path.name, step)
+        log.info("resumed %s at step %d", checkpoint.name, step)
     started, wall_started = time.process_time(), time.perf_counter()
+    n = budget.batch_size
     while step < budget.steps:
-        z, z_pos = _pairs(row, seed, step, budget.batch_size, sampler, dev)
-        n = budget.batch_size
+        drawn = [_pairs(row, seed, step, n, sampler, dev) for seed in seeds]
+        z = torch.stack([anchors for anchors, _ in drawn])
         with _numerics(budget.precision, dev):
-            h = encoder(mixing(torch.cat([z, z_pos])))
-            loss = F.mse_loss(h[:n].float(), z) if criterion is None else criterion(h[:n], h[n:])
+            h = encode(mix(torch.cat([z, torch.stack([positives for _, positives in drawn])], dim=1)))
+            each = [F.mse_loss(h[k, :n].float(), z[k]) if criterion is None else criterion(h[k, :n], h[k, n:])
+                    for k, criterion in enumerate(criteria)]
+            loss = sum(each[1:], each[0])  # each seed's gradient is its own loss's
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
         step += 1
         if step % budget.eval_every == 0 or step == budget.steps:
-            point = score(_features(encoder, mixing, z_eval, dev), z_fit, z_score)
-            entry = {"step": step, "loss": float(loss.detach()), "r2": round(point["r2"], 3),
-                     "mcc": round(point["mcc"], 3)}
-            if isinstance(criterion, AnInfoNCE):
-                entry["precision"] = criterion.precision.detach().cpu().numpy().round(3).tolist()
-            curve.append(entry)
-            if progress:
-                log.info("%s seed %d step %d: R2 %.2f MCC %.2f", row.id, seed, step, point["r2"],
-                         point["mcc"])
+            features = _features(encode, mix, [part.z_eval for part in parts], dev)
+            for part, h_k, loss_k, curve in zip(parts, features, each, curves, strict=True):
+                point = score(h_k, part.z_fit, part.z_score)
+                entry = {"step": step, "loss": float(loss_k.detach()), "r2": round(point["r2"], 3),
+                         "mcc": round(point["mcc"], 3)}
+                if isinstance(part.criterion, AnInfoNCE):
+                    entry["precision"] = part.criterion.precision.detach().cpu().numpy().round(3).tolist()
+                curve.append(entry)
+                if progress:
+                    log.info("%s seed %d step %d: R2 %.2f MCC %.2f", row.id, part.seed, step, point["r2"],
+                             point["mcc"])
             elapsed = cpu + time.process_time() - started
-            save_checkpoint(checkpoint, step, encoder, criterion or nn.Module(), optimizer,
-                            {"curve": json.dumps(curve), "cpu_seconds": str(elapsed), "sampler": sampler,
+            save_checkpoint(checkpoint, step, encoder, losses, optimizer,
+                            {"curves": json.dumps(curves), "cpu_seconds": str(elapsed), "sampler": sampler,
                              "wall_seconds": str(wall + time.perf_counter() - wall_started)})
-    result = score(_features(encoder, mixing, z_eval, dev), z_fit, z_score) | {"curve": curve}
-    if isinstance(criterion, AnInfoNCE):
-        learned = criterion.precision.detach().cpu().numpy().astype(np.float64)
-        result["precision"] = (precision_recovery(row, learned, result["assignment"], seed)
-                               if learned.size == row.process.dim else {"learned": learned.tolist()})
     cpu += time.process_time() - started
     wall += time.perf_counter() - wall_started
-    path = _write(path, row, column, seed, budget, result, (cpu, wall), (dev, sampler))
+    features = _features(encode, mix, [part.z_eval for part in parts], dev)
+    for part, h_k, curve in zip(parts, features, curves, strict=True):
+        result = score(h_k, part.z_fit, part.z_score) | {"curve": curve}
+        if isinstance(part.criterion, AnInfoNCE):
+            learned = part.criterion.precision.detach().cpu().numpy().astype(np.float64)
+            result["precision"] = (precision_recovery(row, learned, result["assignment"], part.seed)
+                                   if learned.size == row.process.dim else {"learned": learned.tolist()})
+        _write(part.path, row, column, part.seed, budget, result, (cpu, wall), (dev, sampler),
+               stacked=seeds if len(seeds) > 1 else None)
     checkpoint.unlink(missing_ok=True)
-    return path
 
 
 def _write(path: Path, row: Row, column: str, seed: int, budget: Budget, result: dict[str, Any],
-           seconds: tuple[float, float], ran: tuple[torch.device, str]) -> Path:
+           seconds: tuple[float, float], ran: tuple[torch.device, str], stacked: list[int] | None = None
+           ) -> Path:
     """The result file; ``seconds`` the CPU and wall seconds of training, ``ran`` the device and the
-    sampler that drew the pairs."""
+    sampler that drew the pairs; ``stacked`` the seeds trained with it as one model (``run_seeds``),
+    whose seconds are the whole stack's."""
     record = {"row": row.id, "column": column, "title": row.title, "theory": row.theory, "seed": seed,
               "budget": budget.record(), "cpu_seconds": round(seconds[0], 1),
               "wall_seconds": round(seconds[1], 1), "torch_threads": torch.get_num_threads(),
               "device": str(ran[0]), "device_name": device_description(ran[0]), "sampler": ran[1],
               "torch": torch.__version__, "cuda": torch.version.cuda, "ident3d": __version__} | result
+    if stacked:
+        record["stacked_seeds"] = stacked
     atomic.write_json(path, record)
     return path

@@ -20,7 +20,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from ident3d.baselines.driver import Job, run_jobs
-from ident3d.baselines.synthetic.run import Budget, result_name, run
+from ident3d.baselines.synthetic.run import Budget, result_name, run_seeds
 from ident3d.baselines.synthetic.table import COLUMNS, get_row
 from ident3d.errors import TrainingError
 from ident3d.readers import read_regular
@@ -82,30 +82,35 @@ def parse_plan(text: str, source: str) -> list[Sweep]:
 
 
 def sweep(sweeps: list[Sweep], out: Path, only: str | None = None, progress: bool = True,
-          device: str | None = None) -> list[Path]:
+          device: str | None = None, stacked: bool = False) -> list[Path]:
     """Run every (row, seed) of the chosen sweeps not yet finished or claimed on ``device`` (None: CUDA
-    when present); return the results."""
+    when present); return the results. ``stacked``: each row's seeds are one job, trained as one
+    stacked model (``run_seeds``), finished when its last seed's result exists."""
     chosen = [s for s in sweeps if s.name == only or (only is None and s.default)]
     if not chosen:
         raise TrainingError(f"no sweep named {only!r}; the plan has {', '.join(s.name for s in sweeps)}")
-    jobs = []
+    jobs, results = [], {}
     for s in chosen:
         for row in map(get_row, s.rows):
-            for seed in s.seeds:
-                done = out / result_name(row, seed, s.budget, s.column)
-                jobs.append(Job(done.stem, done, partial(run, row, seed, s.budget, out, progress=progress,
-                                                         column=s.column, device=device)))
-    return run_jobs(jobs, out)
+            paths = {seed: out / result_name(row, seed, s.budget, s.column) for seed in s.seeds}
+            unfinished = [seed for seed in s.seeds if not paths[seed].exists()] or list(s.seeds[-1:])
+            for seeds in [unfinished] if stacked else [[seed] for seed in s.seeds]:
+                done = paths[seeds[-1]]  # a stack writes its last seed's result last
+                results[done] = [paths[seed] for seed in seeds]
+                name = result_name(row, "-".join(map(str, seeds)), s.budget, s.column).removesuffix(".json")
+                jobs.append(Job(name, done, partial(run_seeds, row, seeds, s.budget, out, progress=progress,
+                                                    column=s.column, device=device)))
+    return [path for done in run_jobs(jobs, out) for path in results[done]]
 
 
 def sweep_on_devices(sweeps: list[Sweep], out: Path, devices: list[str], only: str | None = None,
-                     progress: bool = True) -> dict[str, list[Path]]:
+                     progress: bool = True, stacked: bool = False) -> dict[str, list[Path]]:
     """The chosen sweeps spread over ``devices``, one process per device (``visible_devices``):
     each process claims the next run no other has claimed (the driver's locks), so N GPUs share a
     plan as N separate ``sweep`` commands would. Returns the results each device wrote."""
     context = multiprocessing.get_context("spawn")  # CUDA cannot be initialised in a forked child
     with ProcessPoolExecutor(max_workers=len(devices), mp_context=context) as pool:
-        futures = [pool.submit(sweep, sweeps, out, only, progress and i == 0, device)
+        futures = [pool.submit(sweep, sweeps, out, only, progress and i == 0, device, stacked)
                    for i, device in enumerate(devices)]
         return {f"{device} #{i}": future.result() for i, (device, future)
                 in enumerate(zip(devices, futures, strict=True))}

@@ -43,6 +43,18 @@ def nonnegative_int(text: str) -> int:
     return _number(int, text, lambda v: v >= 0, "an integer >= 0")
 
 
+def seed_list(text: str) -> list[int]:
+    """Distinct seeds >= 0 separated by commas: ``0,1,2``."""
+    try:
+        seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"expected distinct integers >= 0 separated by commas, such as "
+                                         f"0,1,2, got {text!r}")
+    return seeds
+
+
 def positive_float(text: str) -> float:
     return _number(float, text, lambda v: v > 0, "a positive finite number")
 

@@ -3,13 +3,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ident3d.cli.arguments import device_name, nonnegative_int, positive_float, positive_int
+from ident3d.cli.arguments import device_name, nonnegative_int, positive_float, positive_int, seed_list
 from ident3d.outputs import check_output_file
 
 HELP = ("the papers' synthetic experiments (Zimmermann et al. Tables 1-2, AnInfoNCE's controlled "
         "experiment): list rows, run a row and seed, report")
 EXAMPLE = ("ident3d synthetic rows\n"
            "  ident3d synthetic run --row T2.1 --seed 0 --out results/synthetic\n"
+           "  ident3d synthetic run --row T2.1 --seeds 0,1,2 --out results/synthetic   # one stacked model\n"
            "  ident3d synthetic sweep --out baselines/synthetic/results   # the measured plan\n"
            "  ident3d synthetic report --results results/synthetic --out docs/synthetic-results.md")
 
@@ -28,7 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--column", choices=("unsupervised", "identity", "supervised"), default="unsupervised",
                      help="the paper's column: the contrastive encoder (default), the identity read-out of "
                           "g, or the encoder fitted to z by MSE")
-    run.add_argument("--seed", type=nonnegative_int, default=0)
+    seeds = run.add_mutually_exclusive_group()
+    seeds.add_argument("--seed", type=nonnegative_int, default=0)
+    seeds.add_argument("--seeds", type=seed_list, metavar="S,S,...",
+                       help="several seeds trained at once as one stacked model, one result file each "
+                            "(each seed's pairs and initialisation are its own run's; docs/synthetic.md)")
     run.add_argument("--out", type=Path, required=True,
                      help="folder of result files (one per row, seed and budget)")
     run.add_argument("--steps", type=positive_int, help="training steps (default: the budget's, 10000)")
@@ -48,6 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sweep.add_argument("--only", help="run only the sweep of this name")
     sweep.add_argument("--out", type=Path, required=True, help="folder of result files")
     _device_argument(sweep)
+    sweep.add_argument("--stacked", action="store_true",
+                       help="train each row's seeds as one stacked model (as run --seeds does)")
     sweep.add_argument("--devices", metavar="{all,DEVICE,...}",
                        help="one process per device, sharing the plan: all (every visible GPU) or a comma "
                             "list such as cuda:0,cuda:1 (instead of --device)")
@@ -96,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
 
         plan = load_plan(args.plan)
         if args.devices is None:
-            for path in sweep(plan, args.out, only=args.only, progress=not args.quiet, device=args.device):
+            for path in sweep(plan, args.out, only=args.only, progress=not args.quiet, device=args.device,
+                              stacked=args.stacked):
                 print(path)
             return 0
         from ident3d.devices import visible_devices
@@ -106,19 +114,19 @@ def run(args: argparse.Namespace) -> int:
             raise DeviceError(f"--device {args.device} and --devices {args.devices}: choose one. Fix: drop "
                               "--device (--devices runs one process on each device it names).")
         for device, paths in sweep_on_devices(plan, args.out, visible_devices(args.devices), only=args.only,
-                                              progress=not args.quiet).items():
+                                              progress=not args.quiet, stacked=args.stacked).items():
             for path in paths:
                 print(f"{path}  ({device})")
         return 0
     from dataclasses import replace
 
-    from ident3d.baselines.synthetic.run import Budget
-    from ident3d.baselines.synthetic.run import run as run_row
+    from ident3d.baselines.synthetic.run import Budget, run_seeds
     from ident3d.baselines.synthetic.table import get_row
 
     chosen = {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "loss_lr": args.loss_lr,
               "precision_map": args.precision_map, "eval_every": args.eval_every, "precision": args.precision}
     budget = replace(Budget(), **{k: v for k, v in chosen.items() if v is not None})
-    print(run_row(get_row(args.row), args.seed, budget, args.out, progress=not args.quiet,
-                  column=args.column, device=args.device))
+    for path in run_seeds(get_row(args.row), args.seeds or [args.seed], budget, args.out,
+                          progress=not args.quiet, column=args.column, device=args.device):
+        print(path)
     return 0
