@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ident3d.leaderboard.ranking import shown_result
+
 
 def _pair(blocks: Mapping[str, Any], block: str) -> str:
     return " / ".join("–" if blocks.get(f"{block}_{key}") is None else f"{100 * blocks[f'{block}_{key}']:.1f}"
@@ -19,8 +21,7 @@ def _pair(blocks: Mapping[str, Any], block: str) -> str:
 
 
 def section(entries: list[Mapping[str, Any]]) -> str:
-    shown = [e for e in entries
-             if (e.get("result") or {}).get("blocks") and e["protocol"] == "ident3d-eval-v1"]
+    shown = [e for e in entries if shown_result(e).get("blocks") and e["protocol"] == "ident3d-eval-v1"]
     lines = []
     if not shown:
         lines.append("No entry has been scored on a content/style split yet.")
@@ -28,7 +29,7 @@ def section(entries: list[Mapping[str, Any]]) -> str:
         lines += ["| entry | data | style latents | content R² (linear / kernel) | style R² "
                   "(linear / kernel) |", "|---|---|---|---:|---:|"]
         for entry in shown:
-            blocks = entry["result"]["blocks"]
+            blocks = shown_result(entry)["blocks"]  # a verified entry's fresh draw
             lines.append(f"| {entry['name']} (`{entry['id']}`) | `{entry['dataset']}` | "
                          f"{', '.join(blocks['style_factors'])} | {_pair(blocks, 'content')} | "
                          f"{_pair(blocks, 'style')} |")

@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from ident3d.leaderboard.ranking import fresh_draw, signer
+from ident3d.leaderboard.ranking import shown_result
 
 OOD_SPLITS = ("interpolation", "extrapolation", "composition")  # test-<name> splits of an OOD track
 BLOCK_READ_OUTS = (("content", True), ("style", False))  # a content encoder should read content, not style
@@ -29,10 +29,7 @@ def companion_metrics(row: Mapping[str, Any]) -> dict[str, float | None]:
         per_run = [companion_metrics(run) for run in row["runs"]]
         values = {key: [r[key] for r in per_run] for key, *_ in COLUMNS}
         return {key: None if None in v else statistics.fmean(v) for key, v in values.items()}
-    if signer(row):  # a verified row shows only what its fresh draw measured (the public split: the gap)
-        result = fresh_draw(row) or {}
-    else:
-        result = row.get("result") if isinstance(row.get("result"), Mapping) else {}
+    result = shown_result(row)  # a verified row's fresh draw
     dci, extrapolation = result.get("dci") or {}, result.get("extrapolation") or {}
     ood = {split["split"]: split["linear_r2"] for split in (result.get("ood") or {}).get("splits", [])}
     blocks = result.get("blocks") or {}

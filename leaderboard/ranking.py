@@ -65,6 +65,16 @@ def fresh_draw(row: Row) -> Mapping[str, Any] | None:
     return (row.get("result") or {}).get("fresh") if signer(row) else None
 
 
+def shown_result(row: Row) -> Mapping[str, Any]:
+    """The scores a row shows beyond its metrics (per latent, DCI, extrapolation, OOD, blocks): a
+    proven verified entry's fresh draw, whose public-split numbers appear only as the gap; any other
+    row's result ({} when it has none)."""
+    if signer(row):
+        return fresh_draw(row) or {}
+    result = row.get("result")
+    return result if isinstance(result, Mapping) else {}
+
+
 LATENT_KEYS = ("linear_r2", "mcc_pearson")  # the per-latent values the board shows
 
 

@@ -3,7 +3,9 @@ a row's result has them, a seed group's as its runs' mean, and no such columns e
 
 import copy
 
+from ident3d.baselines import blocks_report, ood_report
 from ident3d.leaderboard.markdown import render_markdown
+from ident3d.leaderboard.ranking import fresh_draw, shown_result, signer
 
 
 def with_companions(entry, d, extrapolation):
@@ -84,10 +86,28 @@ def test_the_content_style_tables_show_the_block_r2_of_each_entry(committed_entr
         assert "| " + " | ".join(labels) + " | status |" in table
         shown = [e for e in entries if e["dataset"] == "3dident-v2-64-cs@1" and e["protocol"] == protocol]
         assert shown
+        assert any(signer(e) for e in shown)  # a verified row among them: it shows its fresh draw's
         for entry in shown:
-            blocks = entry["result"]["blocks"]
+            blocks = shown_result(entry)["blocks"]
             cells = [percent(blocks[f"{block}_{fit}_r2"]) for block in ("content", "style") for fit in fits]
             line = next(line for line in table.splitlines() if f"`{entry['id']}`" in line)
             assert "| " + " | ".join(cells) + " |" in line
     elsewhere = markdown.split("(`3dident-v2-64@1`) · ident3d-eval-v1")[1].split("\n## ")[0]
     assert "content R²" not in elsewhere  # no block columns where no row was scored on content/style pairs
+
+
+def test_the_docs_tables_show_a_verified_entrys_fresh_draw_not_its_public_split(committed_entries):
+    verified = [e for e in committed_entries if signer(e) and e["protocol"] == "ident3d-eval-v1"
+                and ("ood" in e["result"] or "blocks" in e["result"])]
+    assert {e["dataset"] for e in verified} >= {"3dident-v2-64-ood@1", "3dident-v2-64-cs@1"}
+    ood_text, blocks_text = ood_report.section(verified), blocks_report.section(verified)
+    for entry in verified:
+        fresh, public = fresh_draw(entry), entry["result"]
+        if "ood" in public:
+            within = fresh["ood"]["in_distribution"]
+            shown = f"| in distribution (fresh draw) | {100 * within['linear_r2']:.1f} /"
+            assert shown in ood_text and public["ood"] != fresh["ood"]
+            assert f"{100 * public['ood']['in_distribution']['linear_r2']:.1f} /" not in ood_text
+        if "blocks" in public:
+            assert f"| {100 * fresh['blocks']['content_linear_r2']:.1f} / " in blocks_text
+            assert f"| {100 * public['blocks']['content_linear_r2']:.1f} / " not in blocks_text
