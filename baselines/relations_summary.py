@@ -17,6 +17,7 @@ from ident3d.baselines.relations import (
     PROTOCOL,
     RELATIONS,
     TRACK,
+    WHOSE_WORDS,
     arms_here,
     arms_paper,
     decide,
@@ -29,10 +30,10 @@ def section(entries: list[dict]) -> str:
     here, paper = arms_here(entries), arms_paper(entries)
     verdicts = [decide(r, here) for r in RELATIONS]
     return "\n".join([
-        f"Each relation of Table 4 as the paper states it, on the CPU track's verified entries ({TRACK}, "
+        f"Each relation of Table 4 as this project reads it, on the CPU track's verified entries ({TRACK}, "
         f"protocol {PROTOCOL}): the difference of the seed means in points with its 95% Welch t interval; "
         f"a verdict needs {MIN_SEEDS} seeds per arm (\"level\": the interval within ±{100 * LEVEL:.0f} "
-        "points). The paper's own numbers are judged by the same rule.", "",
+        "points). The paper's own numbers are judged by the same rule. " + WHOSE_WORDS, "",
         *summary_lines(here, paper), "",
         f"Of {len(RELATIONS)} relations: holds {verdicts.count('holds')}, does not hold "
         f"{verdicts.count('does not hold')}, not decidable "

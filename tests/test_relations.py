@@ -151,3 +151,14 @@ def test_every_arm_says_which_test_render_it_was_scored_on():
     [line] = renders_lines(entries)
     for arm, entry in track_runs(entries):
         assert f"{arm}: " in line and entry["result"]["dataset"]["manifest_sha256"][:12] in line
+
+
+def test_every_relation_table_says_whose_words_the_relations_are():
+    from ident3d.baselines import relations, relations_summary
+
+    entries = [dict(e) for e in load_entries(ENTRIES_DIR)]
+    for text in (relations.section(entries), relations_summary.section(entries)):
+        assert relations.WHOSE_WORDS in text  # the project's reading, its band, no quote of the paper
+        assert "the paper's claim" not in text and "as the paper states" not in text
+        heads = [line for line in text.splitlines() if line.startswith("| relation")]
+        assert heads and all(line.startswith(f"| {relations.RELATION_HEAD} |") for line in heads)
