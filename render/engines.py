@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import shutil
 import signal
 import sys
@@ -57,7 +58,7 @@ def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
         with _sigterm_as_interrupt():
             check_device(settings, scratch)
             pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=init_worker,
-                                       initargs=(settings, scratch))
+                                       initargs=(settings, scratch, threads_per_worker(workers)))
             with _sigint_ignored(), caller_main_hidden():  # the workers start during the submits
                 chunks = [pool.submit(render_tasks, settings, tasks[i:i + size])
                           for i in range(0, len(tasks), size)]
@@ -78,6 +79,13 @@ def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def threads_per_worker(workers: int) -> int:
+    """Cycles' threads for each of ``workers`` local processes: the CPUs this process may use,
+    shared out (one worker takes them all; as many workers as CPUs take one each)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cpus // workers)
 
 
 def _stop(pool: ProcessPoolExecutor, workers: set[multiprocessing.process.BaseProcess]) -> None:
@@ -176,7 +184,7 @@ def run_ray(settings: RenderSettings, tasks: list[Task], workers: int, address: 
     try:
         remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=True)(render_tasks)
         size = max(1, math.ceil(len(tasks) / (4 * workers)))
-        pending = [remote.remote(settings, tasks[i:i + size]) for i in range(0, len(tasks), size)]
+        pending = [remote.remote(settings, tasks[i:i + size], 1) for i in range(0, len(tasks), size)]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:

@@ -19,10 +19,11 @@ _scene = None  # the BlenderScene of this process, built on first use
 _startup_error: str | None = None  # why the scene could not be built, reported by render_one
 
 
-def init_worker(settings: RenderSettings, tempdir: str | None = None) -> None:
+def init_worker(settings: RenderSettings, tempdir: str | None = None, threads: int | None = None) -> None:
     """Build the scene once (pool initializer); later calls with other settings rebuild it.
 
     ``tempdir``: where Blender makes its session temp folder (it reads TMPDIR when bpy is imported).
+    ``threads``: Cycles' threads in this worker (None: one per CPU).
     A failure is kept and raised by the first task instead: a pool restarts workers whose
     initializer raises, forever, while a failed task ends the job with the worker's message.
     """
@@ -34,7 +35,7 @@ def init_worker(settings: RenderSettings, tempdir: str | None = None) -> None:
             from ident3d.render.blender_scene import BlenderScene
 
             _silence_blender()
-            _scene = BlenderScene(settings)
+            _scene = BlenderScene(settings, threads)
             _startup_error = None
         except Exception as error:  # bpy missing, no GPU, a broken Blender: all end the job
             _startup_error = f"{type(error).__name__}: {error}" if not isinstance(
@@ -116,7 +117,9 @@ def render_one(task: tuple[int, str, dict]) -> int:
     return index
 
 
-def render_tasks(settings: RenderSettings, tasks: list[tuple[int, str, dict]]) -> list[int]:
-    """Render a contiguous chunk in this process (the unit of work of the Ray engine)."""
-    init_worker(settings)
+def render_tasks(settings: RenderSettings, tasks: list[tuple[int, str, dict]],
+                 threads: int | None = None) -> list[int]:
+    """Render a contiguous chunk in this process (the unit of work of the Ray engine, which gives
+    each task one CPU: ``threads=1``)."""
+    init_worker(settings, threads=threads)
     return [render_one(t) for t in tasks]
