@@ -91,13 +91,18 @@ def _rbf_of(squared_distances: np.ndarray, gamma: float) -> np.ndarray:
     return np.exp(-gamma * squared_distances)
 
 
-def _ridge_solve(kernel: np.ndarray, targets: np.ndarray, alpha: float) -> np.ndarray:
+def _regularised(kernel: np.ndarray, alpha: float) -> np.ndarray:
     k = kernel.copy()
     k.flat[::len(k) + 1] += alpha  # the same bits as kernel + alpha * I: x + 0.0 is x off the diagonal
-    try:
-        return cho_solve(cho_factor(k), targets)
+    return k
+
+
+def _ridge_solve(kernel: np.ndarray, targets: np.ndarray, alpha: float) -> np.ndarray:
+    try:  # factorised in place: one copy of an n x n matrix fewer per solve (kernels are finite)
+        return cho_solve(cho_factor(_regularised(kernel, alpha), overwrite_a=True, check_finite=False),
+                         targets, check_finite=False)
     except LinAlgError:  # numerically singular for tiny alpha: fall back to least squares
-        return np.linalg.lstsq(k, targets, rcond=None)[0]
+        return np.linalg.lstsq(_regularised(kernel, alpha), targets, rcond=None)[0]
 
 
 @dataclass(frozen=True)
