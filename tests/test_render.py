@@ -18,6 +18,7 @@ from ident3d.errors import LatentError, ManifestMismatchError, RenderError
 from ident3d.layout import SplitLayout
 from ident3d.render.job import plan_job, render_split
 from ident3d.render.settings import resolve_settings
+from ident3d.variants import get_variant
 
 pytestmark = pytest.mark.blender
 TINY = resolve_settings("preview", resolution=32, samples=2)
@@ -56,6 +57,21 @@ def test_same_job_gives_same_pixels_and_a_full_manifest(tmp_path):
     # no render date or timings in the files: the same setting gives the same bytes, so checksums agree
     assert manifest["files"] == json.loads((tmp_path / "b/train/manifest.json").read_text())["files"]
 
+
+
+def test_an_image_is_the_same_after_others_in_one_session_as_alone(tmp_path):
+    """Workers keep Cycles' session between images (persistent data): an image rendered after others,
+    with other shapes shown and hidden, has the pixels it has when its process renders it first."""
+    render(tmp_path / "together", n=4, seed=3, variant="objects")
+    raw = np.load(tmp_path / "together/train/raw_latents.npy")
+    shapes = get_variant("objects").scene_params(raw)
+    assert len({shapes.row(k)["object_shape"] for k in range(len(raw))}) > 1  # shown and hidden in turn
+    alone = []
+    for i in range(len(raw)):
+        np.save(tmp_path / f"row{i}.npy", raw[i:i + 1])
+        render(tmp_path / f"alone{i}", variant="objects", latents=tmp_path / f"row{i}.npy", n=None)
+        alone.append(pixels(tmp_path / f"alone{i}")[0])
+    np.testing.assert_array_equal(pixels(tmp_path / "together"), np.stack(alone))
 
 def test_workers_leave_no_temp_folders(tmp_path, monkeypatch):
     # Blender makes a blender_XXXXXX folder under TMPDIR in every process; terminated pool workers
