@@ -63,14 +63,15 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
     """Re-score every finished run's encoder under both protocols (the leaderboard's own re-scoring)
     and write an entry for each that has none yet: public-split (scored from the model file on the
     public split), or with ``verifier`` (a key name, ``ident3d.leaderboard.verification``) verified:
-    the same run also scores a fresh draw of the run's track, the verifier signs what it measured,
+    the same run also scores a fresh draw of the run's track (one draw, rendered and encoded once, for
+    both protocols, as the split is encoded once for both), the verifier signs what it measured,
     and the entry ``<id>-verified`` stands beside the run's public-split seed group (in no group: it
     is another status). A run already entered is skipped, so the step resumes."""
     from ident3d.leaderboard.entries import (
         entry_from_result,
         entry_path,
         load_entries,
-        rescore,
+        rescore_together,
         same_model,
         write_entry,
     )
@@ -89,23 +90,25 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
         about = describe(run)
         data = experiment.data_root(out, spec.data)
         track = run["v1"]["dataset"].get("track", "custom data")
-        for key, protocol in (("v1", "ident3d-eval-v1"), ("clica", "cl-ica-2021")):
-            entry_id = experiment.entry_id(spec) + ("-verified" if signer is not None else "")
-            if entry_path(entries, {"protocol": protocol, "id": entry_id}).exists():
-                continue
-            checkpoint = run["folder"] / "encoder.pt2"
-            scored = run["folder"] / PROTOCOL_RESULTS[protocol]
+        entry_id = experiment.entry_id(spec) + ("-verified" if signer is not None else "")
+        checkpoint = run["folder"] / "encoder.pt2"
+        todo = [(key, protocol) for key, protocol in (("v1", "ident3d-eval-v1"), ("clica", "cl-ica-2021"))
+                if not entry_path(entries, {"protocol": protocol, "id": entry_id}).exists()]
+        if not todo:
+            continue
+        for _, protocol in todo:
             taken = same_model(load_entries(entries), atomic.sha256_file(checkpoint), (track, protocol))
             if taken:
                 raise ExperimentError(f"{checkpoint}: already entry {taken[0]} of {track} · {protocol}; one "
                                       "model file has one entry per table. Fix: retrain the run into a new "
                                       "OUT (its export is a new file), or remove that entry on purpose.")
-            public = {k: v for k, v in run[key].items() if k != "fresh"}
-            result = rescore(Result.parse(public, str(scored)), checkpoint, data,
-                             fresh="track" if signer is not None else None, progress=False)
-            proof = None
-            if signer is not None:
-                proof = signer.sign(record_for(entry_id, result.document))
+        # both protocols from one encoding and, when verifying, one fresh draw
+        public = [Result.parse({k: v for k, v in run[key].items() if k != "fresh"},
+                               str(run["folder"] / PROTOCOL_RESULTS[protocol])) for key, protocol in todo]
+        rescored = rescore_together(public, checkpoint, data, fresh="track" if signer is not None else None,
+                                    progress=False)
+        for result in rescored:
+            proof = signer.sign(record_for(entry_id, result.document)) if signer is not None else None
             entry = entry_from_result(
                 result, entry_id, status="verified" if signer is not None else "public-split",
                 name=f"{spec.folder} ({experiment.label})", authors=["ident3d maintainers"],

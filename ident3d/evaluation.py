@@ -13,6 +13,7 @@ import logging
 import platform
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -30,7 +31,7 @@ from ident3d.devices import resolve_device
 from ident3d.errors import DatasetError, SubmissionError
 from ident3d.inference import Runner
 from ident3d.ood import track_ood_splits
-from ident3d.protocols import DEFAULT, PER_LATENT, SPLIT_SEED, Scores, ScoringProtocol, get_protocol
+from ident3d.protocols import DEFAULT, NAMES, PER_LATENT, SPLIT_SEED, Scores, ScoringProtocol, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel, ScoringProbe
 from ident3d.sandbox.limits import SandboxLimits
@@ -216,7 +217,22 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
         result.save("module-result.json")
         ```
     """
-    scoring = get_protocol(protocol)
+    return evaluate_protocols(submission, data_root, (protocol,), device, batch_size, name, arch, split,
+                              progress, limits, fresh, workers, fresh_seed)[protocol]
+
+
+def evaluate_protocols(submission: str | Path | Submission | torch.nn.Module, data_root: str | Path,
+                       protocols: Sequence[str] = NAMES, device: str | None = None, batch_size: int = 256,
+                       name: str | None = None, arch: str | None = None, split: str = "test",
+                       progress: bool = True, limits: SandboxLimits | None = None,
+                       fresh: int | Literal["track"] | None = None, workers: int = 2,
+                       fresh_seed: int | None = None) -> dict[str, Result]:
+    """``evaluate`` under several protocols at once: one result per protocol, from one load of the
+    model, one encoding of the split and, with ``fresh``, one fresh draw rendered and encoded once
+    (every protocol scores the same unseen images). The arguments are ``evaluate``'s."""
+    scorings = [get_protocol(p) for p in dict.fromkeys(protocols)]
+    if not scorings:
+        raise SubmissionError("no protocol to score. Fix: name at least one of " + ", ".join(NAMES))
     start = time.perf_counter()
     dataset = ThreeDIdent(data_root, split)  # cheap checks of the data first, then the model
     if len(dataset) < 4:
@@ -243,37 +259,54 @@ def evaluate(submission: str | Path | Submission | torch.nn.Module, data_root: s
             raise SubmissionError(f"{sub.path}: embeddings cannot be scored on a fresh draw (they are "
                                   "features of the public split only). Fix: submit the model, or drop "
                                   "--fresh.")
-        ood_sets = track_ood_splits(Path(data_root), track) if scoring.reads_ood_splits else {}
+        ood_sets = (track_ood_splits(Path(data_root), track)
+                    if any(s.reads_ood_splits for s in scorings) else {})
         if ood_sets and sub.kind == "embeddings":
             log.warning("an embeddings file holds features of %s only: the OOD splits (%s) are not scored; "
                         "submit the model to score them", split, ", ".join(ood_sets))
             ood_sets = {}
-        public = _encode_and_score(sub, dataset, ood_sets, dev, batch_size, progress, scoring)
-        n_fresh = drawn.fresh_images if fresh == "track" and drawn else fresh
-        draw = (_fresh_draw(sub, drawn, n_fresh, dev, batch_size, progress, workers, public, fresh_seed)
-                if drawn else None)
+        h = features(sub, dataset, dev, batch_size, progress)
+        h_ood = {name: features(sub, split_set, dev, batch_size, progress)
+                 for name, split_set in ood_sets.items()}
+        public = {s.name: score_features(str(sub.path), dataset, h, *(
+            (ood_sets, h_ood) if s.reads_ood_splits else ({}, {})), s, progress) for s in scorings}
+        draws: dict[str, dict[str, Any]] = {}
+        if drawn:
+            n_fresh = drawn.fresh_images if fresh == "track" else fresh
+            draw = _render_and_encode_draw(sub, drawn, n_fresh, dev, batch_size, progress, workers,
+                                           tuple(ood_sets), fresh_seed)
+            draws = {protocol: _score_draw(public[protocol], draw, progress) for protocol in public}
     finally:
         sub.close()
-    document = {
+    wall = round(time.perf_counter() - start, 3)
+    return {protocol: Result(_document(scored, dataset, track, split, sub, name, dev, draws.get(protocol),
+                                       wall), "the evaluator's result")
+            for protocol, scored in public.items()}
+
+
+def _document(scored: ScoredSplit, dataset: ThreeDIdent, track: str, split: str, sub: Submission,
+              name: str | None, dev: torch.device, draw: dict[str, Any] | None, wall: float
+              ) -> dict[str, Any]:
+    """One protocol's result document."""
+    return {
         "schema": RESULT_SCHEMA,
-        "protocol": scoring.name,
-        "protocol_version": scoring.version,
+        "protocol": scored.readout.protocol.name,
+        "protocol_version": scored.readout.protocol.version,
         "dataset": {"name": "3dident", "split": split, "variant": dataset.variant,
                     "track": track,
                     "n": len(dataset), "manifest_sha256": dataset.manifest_sha256,
                     "resolution": list(dataset.image_shape[:2])},
         "model": {"name": name or sub.path.stem, "file": sub.path.name, "sha256": sub.sha256,
                   "kind": sub.kind, "arch": sub.arch, "self_reported": sub.self_reported,
-                  "feature_dim": public.feature_dim,
+                  "feature_dim": scored.feature_dim,
                   **({"sandbox": sub.model.lockdown} if sub.model is not None else {})},
-        **public.fields,
+        **scored.fields,
         **({"fresh": draw} if draw else {}),
         "seeds": {"split": SPLIT_SEED, "kernel_subsample": SPLIT_SEED},
         "versions": _versions(),
         "device": "embeddings (not run)" if sub.kind == "embeddings" else str(dev),
-        "wall_time_s": round(time.perf_counter() - start, 3),
+        "wall_time_s": wall,
     }
-    return Result(document, "the evaluator's result")
 
 
 @dataclass(frozen=True)
@@ -289,16 +322,6 @@ class ScoredSplit:
     ood: dict[str, tuple[np.ndarray, np.ndarray]]  # OOD split -> its latents and standardised features
     scores: Scores  # the protocol's read-outs, which score a fresh draw too
     latents_fit: np.ndarray  # every latent column (classes included) of the fit rows
-
-
-def _encode_and_score(sub: Submission, dataset: ThreeDIdent, ood_sets: dict[str, ThreeDIdent],
-                      dev: torch.device, batch_size: int, progress: bool,
-                      protocol: ScoringProtocol) -> ScoredSplit:
-    """Encode a split (and its OOD splits) and score it under ``protocol``."""
-    h = features(sub, dataset, dev, batch_size, progress)
-    h_ood = {name: features(sub, split_set, dev, batch_size, progress)
-             for name, split_set in ood_sets.items()}
-    return score_features(str(sub.path), dataset, h, ood_sets, h_ood, protocol, progress)
 
 
 def score_features(source: str, dataset: ThreeDIdent, h: np.ndarray, ood_sets: dict[str, ThreeDIdent],
@@ -354,45 +377,71 @@ def _reported(protocol: ScoringProtocol, s: Scores, names: list[str], scored: Th
     }
 
 
-def _fresh_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_size: int, progress: bool,
-                workers: int, public: ScoredSplit, seed: int | None) -> dict[str, Any]:
-    """Render a fresh draw of ``track`` (seed from OS entropy unless given): ``n`` test images and, on
-    an OOD track, ``n`` images of each region split scored here; encode them with the same loaded
-    model, score them with the read-outs the protocol fitted on the public split, and return the
-    result's ``fresh`` section: the draw's scores, its seed (revealed only now, after scoring) and
-    the memorisation gaps against the public split's held-out rows and its region splits."""
+@dataclass(frozen=True)
+class RenderedDraw:
+    """A fresh draw rendered and encoded once, for every protocol to score: per split (the test split,
+    then an OOD track's region splits) its latents, its dataset and the model's raw features."""
+
+    seed: int
+    given: bool  # the seed was revealed before (a re-score), not drawn now
+    n: int
+    track: Track
+    sets: dict[str, tuple[ThreeDIdent, np.ndarray]]  # split -> (dataset, raw features)
+    render_s: float
+    encode_s: float
+    source: str  # the model, as errors name it
+
+
+def _render_and_encode_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_size: int,
+                            progress: bool, workers: int, ood: tuple[str, ...], seed: int | None
+                            ) -> RenderedDraw:
+    """Render a fresh draw of ``track`` (seed from OS entropy unless given): ``n`` test images and ``n``
+    of each region split in ``ood``, and encode them with the same loaded model."""
     given = seed is not None
     seed = seed if given else fresh_module.draw_seed()
-    drawn: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    drawn_sets: dict[str, ThreeDIdent] = {}
-    began = time.perf_counter()
-    render_s = 0.0
-    for split in ("test", *public.ood):
+    sets: dict[str, tuple[ThreeDIdent, np.ndarray]] = {}
+    render_s = encode_s = 0.0
+    for split in ("test", *ood):
         with tempfile.TemporaryDirectory(prefix="ident3d-fresh-") as scratch:
             started = time.perf_counter()
             with stage(f"rendering a fresh draw of {n} {split} images of {track.id} ({workers} processes)",
                        progress):
                 fresh_module.render_draw(track, n, seed, Path(scratch), workers, split=split)
-            render_s += time.perf_counter() - started
-            drawn_sets[split] = dataset = ThreeDIdent(scratch, split)
-            raw = features(sub, dataset, dev, batch_size, progress)
+            rendered = time.perf_counter()
+            render_s += rendered - started
+            dataset = ThreeDIdent(scratch, split)
+            sets[split] = (dataset, features(sub, dataset, dev, batch_size, progress))
+            encode_s += time.perf_counter() - rendered
+    return RenderedDraw(seed, given, n, track, sets, render_s, encode_s, str(sub.path))
+
+
+def _score_draw(public: ScoredSplit, draw: RenderedDraw, progress: bool) -> dict[str, Any]:
+    """A result's ``fresh`` section under ``public``'s protocol: the draw scored with the read-outs the
+    protocol fitted on the public split, its seed (revealed only now, after scoring) and the
+    memorisation gaps against the public split's held-out rows and its region splits."""
+    began = time.perf_counter()
+    drawn: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for split in ("test", *public.ood):
+        dataset, raw = draw.sets[split]
         columns = dataset.variant_spec.continuous_columns
         drawn[split] = (dataset.latents[:, columns].astype(np.float64),
-                        public.standardise(raw, f"{sub.path} on the fresh draw of {split}"))
+                        public.standardise(raw, f"{draw.source} on the fresh draw of {split}"))
     z, h = drawn["test"]
-    test = drawn_sets["test"]
+    test = draw.sets["test"][0]
     names = [test.factor_names[c] for c in test.variant_spec.continuous_columns]
-    readout = public.readout
-    scored = readout.protocol.score_draw(readout.z_fit, readout.h_fit, public.scores, z, h, names,
-                                        {split: drawn[split] for split in public.ood})
-    reported = _reported(readout.protocol, scored, names, test, (public.latents_fit, readout.h_fit),
-                         (test.latents, h))
-    gap = fresh_module.memorisation_gap(public.readout, public.held_out, (z, h), seed)
-    regions = [{"split": split, "n": n,
-                "gap": fresh_module.memorisation_gap(public.readout, public.ood[split], drawn[split], seed)}
-               for split in public.ood]
-    return {"seed": seed, "seed_source": "given" if given else "entropy", "n": n, "track": track.id,
-            "render_settings": track.pixel_settings(),
-            "render_s": round(render_s, 3), "score_s": round(time.perf_counter() - began - render_s, 3),
+    readout, seed, n = public.readout, draw.seed, draw.n
+    with stage(f"scoring the fresh draw under {readout.protocol.name}", progress):
+        scored = readout.protocol.score_draw(readout.z_fit, readout.h_fit, public.scores, z, h, names,
+                                            {split: drawn[split] for split in public.ood})
+        reported = _reported(readout.protocol, scored, names, test, (public.latents_fit, readout.h_fit),
+                             (test.latents, h))
+        gap = fresh_module.memorisation_gap(public.readout, public.held_out, (z, h), seed)
+        regions = [{"split": split, "n": n, "gap": fresh_module.memorisation_gap(
+                        public.readout, public.ood[split], drawn[split], seed)} for split in public.ood]
+    return {"seed": seed, "seed_source": "given" if draw.given else "entropy", "n": n,
+            "track": draw.track.id,
+            "render_settings": draw.track.pixel_settings(),
+            "render_s": round(draw.render_s, 3),
+            "score_s": round(draw.encode_s + time.perf_counter() - began, 3),
             **reported, "gap": gap, **({"regions": regions} if regions else {}),
             "memorised": any(fresh_module.flagged(part) for part in (gap, *(r["gap"] for r in regions)))}

@@ -309,14 +309,49 @@ def rescore(result: Result, checkpoint: Path, data: Path, tolerance: float = 1e-
     re-rendered from its revealed seed, and its scores, per-latent values and gaps are compared too.
     With ``fresh`` (a number of images, or "track" for the track's default) and no draw to
     reproduce, the same run scores a new fresh draw (``ident3d.fresh``), which the result carries."""
-    from ident3d.evaluation import evaluate
+    return rescore_together([result], checkpoint, data, tolerance, claimed_by, fresh, progress)[0]
 
-    result = result.document
-    drawn = result.get("fresh")
-    scored = evaluate(checkpoint, data, protocol=result["protocol"], split=result["dataset"]["split"],
-                      name=result["model"]["name"], progress=progress,
-                      fresh=drawn["n"] if drawn else fresh, fresh_seed=drawn["seed"] if drawn else None)
-    document = scored.document
+
+def rescore_together(results: list[Result], checkpoint: Path, data: Path, tolerance: float = 1e-4,
+                     claimed_by: str = "the result file", fresh: int | str | None = None,
+                     progress: bool = True) -> list[Result]:
+    """``rescore`` of several results of one model and split under their protocols at once: one load,
+    one encoding and at most one fresh draw (``ident3d.evaluation.evaluate_protocols``), so every new
+    draw is the same unseen images under each protocol. The results must agree on the split and on the
+    draw they reproduce (its n and seed), or carry none, and hold one protocol each; each keeps its own
+    model name (a label, not a measurement: a run's two results may name it differently)."""
+    from ident3d.evaluation import evaluate_protocols
+
+    documents = [r.document for r in results]
+    first = documents[0]
+    drawn = first.get("fresh")
+    reproduce = (drawn["n"], drawn["seed"]) if drawn else None
+    protocols = [d["protocol"] for d in documents]
+    for document in documents[1:]:
+        other = document.get("fresh")
+        if document["dataset"]["split"] != first["dataset"]["split"] or (
+                (other["n"], other["seed"]) if other else None) != reproduce:
+            raise ResultError(f"{claimed_by}: results of another split or fresh draw cannot be "
+                              "re-scored together. Fix: re-score each on its own (leaderboard rescore).")
+    if len(set(protocols)) != len(protocols):
+        raise ResultError(f"{claimed_by}: two results under one protocol ({', '.join(protocols)}). Fix: "
+                          "re-score each on its own (leaderboard rescore).")
+    scored = evaluate_protocols(checkpoint, data, protocols, split=first["dataset"]["split"],
+                                progress=progress, fresh=reproduce[0] if reproduce else fresh,
+                                fresh_seed=reproduce[1] if reproduce else None)
+    out = []
+    for result in documents:
+        again = scored[result["protocol"]].document
+        again = Result({**again, "model": {**again["model"], "name": result["model"]["name"]}},
+                       "the evaluator's result")
+        _compare_shown(result, again.document, checkpoint, data, tolerance, claimed_by)
+        out.append(again)
+    return out
+
+
+def _compare_shown(result: dict, document: dict, checkpoint: Path, data: Path, tolerance: float,
+                   claimed_by: str) -> None:
+    """Raise naming the first number ``result`` shows that re-scoring (``document``) does not give."""
     if track_of(document) != track_of(result):
         raise ResultError(f"field dataset/track: {claimed_by} says {track_of(result)}, but {data} is "
                           f"{track_of(document)}. Fix: re-score on the data the result was made on.")
@@ -327,7 +362,6 @@ def rescore(result: Result, checkpoint: Path, data: Path, tolerance: float = 1e-
         if (submitted is None) != (other is None) or differs:
             raise ResultError(f"field {path}: {claimed_by} says {submitted}, re-scoring "
                               f"{checkpoint} gives {other}. Fix: submit the result of this checkpoint.")
-    return scored
 
 
 @dataclass(frozen=True)

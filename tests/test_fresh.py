@@ -11,9 +11,11 @@ import shutil
 import numpy as np
 import pytest
 
+from ident3d import evaluation
+from ident3d import fresh as fresh_module
 from ident3d.baselines.lookup import export_lookup
 from ident3d.baselines.pixels import export_pixel_readout
-from ident3d.evaluation import evaluate
+from ident3d.evaluation import evaluate, evaluate_protocols
 
 pytestmark = [pytest.mark.blender, pytest.mark.slow]
 FRESH = 300
@@ -35,19 +37,40 @@ def test_a_memorising_model_collapses_on_a_fresh_draw_and_is_flagged(cpu_track_d
     assert gap["ci95"][0] > 0.1 and gap["above_chance"]
 
 
-def test_an_honest_model_keeps_its_score_and_a_revealed_draw_re_renders(cpu_track_data, tmp_path):
+def test_an_honest_model_keeps_its_score_and_a_revealed_draw_re_renders(cpu_track_data, tmp_path,
+                                                                         monkeypatch):
     # under cl-ica-2021 (the memorising model above takes the default protocol's path): both protocols'
     # fresh draws are covered, and its public scoring takes a third of the default's time
     model = export_pixel_readout(tmp_path / "pixels.pt2", 64)
-    kwargs = {"protocol": "cl-ica-2021", "fresh": FRESH, "fresh_seed": 12345, "progress": False}
-    first = evaluate(model, cpu_track_data, **kwargs).document
+    kwargs = {"fresh": FRESH, "fresh_seed": 12345, "progress": False}
+    first = evaluate(model, cpu_track_data, protocol="cl-ica-2021", **kwargs).document
     fresh = first["fresh"]
     assert fresh["seed_source"] == "given" and not fresh["memorised"]
     for g in fresh["gap"].values():
         assert g["ci95"][0] <= g["gap"] <= g["ci95"][1] and g["ci95"][0] <= 0 <= g["ci95"][1], g
-    again = evaluate(model, cpu_track_data, **kwargs).document
-    assert again["fresh"]["metrics"] == fresh["metrics"]  # anyone can re-render the draw and re-score it
-    assert again["fresh"]["gap"] == fresh["gap"]
+    # anyone can re-render the draw and re-score it; both protocols at once render and encode it once
+    renders, encodings = count_calls(monkeypatch, fresh_module, "render_draw"), count_calls(
+        monkeypatch, evaluation, "features")
+    both = evaluate_protocols(model, cpu_track_data, ("ident3d-eval-v1", "cl-ica-2021"), **kwargs)
+    assert (len(renders), len(encodings)) == (1, 2)  # the draw once; the public split and the draw
+    again = both["cl-ica-2021"].document
+    assert again["fresh"]["metrics"] == fresh["metrics"] and again["fresh"]["gap"] == fresh["gap"]
+    assert again["metrics"] == first["metrics"]
+    other = both["ident3d-eval-v1"].document
+    assert other["protocol"] == "ident3d-eval-v1" and other["fresh"]["seed"] == 12345
+    assert other["fresh"]["n"] == FRESH and other["model"]["sha256"] == first["model"]["sha256"]
+
+
+def count_calls(monkeypatch, module, name: str) -> list[tuple]:
+    """Replace ``module.name`` by a wrapper that records each call's arguments; returns the record."""
+    calls, original = [], getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
 
 
 def test_fresh_needs_a_rendered_track(tmp_path, lookup_model):
