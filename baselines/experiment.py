@@ -259,11 +259,13 @@ def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
             _start_from(Path(out) / "runs" / run.continues, folder)
         train(load_preset(run.preset, **settings), folder, resume=(folder / "config.json").exists(),
               progress=False)
-    for protocol, file in PROTOCOL_RESULTS.items():
-        if not (folder / file).exists():
-            from ident3d.evaluation import evaluate
+    missing = [protocol for protocol, file in PROTOCOL_RESULTS.items() if not (folder / file).exists()]
+    if missing:  # one encoding for every protocol the run has no result of yet
+        from ident3d.evaluation import evaluate_protocols
 
-            evaluate(encoder, data, protocol=protocol, name=run.folder, progress=False).save(folder / file)
+        for protocol, result in evaluate_protocols(encoder, data, missing, name=run.folder,
+                                                   progress=False).items():
+            result.save(folder / PROTOCOL_RESULTS[protocol])
     atomic.write_json(folder / RUN_RECORD, asdict(run))  # last: `ident3d train` wants a fresh folder
     return folder
 
