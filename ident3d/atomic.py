@@ -70,12 +70,14 @@ def save_npy(path: Path, array: np.ndarray) -> None:
     write_bytes(path, buffer.getvalue())
 
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
+def file_digest(path: Path, algorithm: str = "sha256") -> str:
+    """The hex digest of a file's bytes (``hashlib.file_digest``: read in chunks, never whole)."""
     with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, algorithm).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    return file_digest(path, "sha256")
 
 
 def sha256_array(array: np.ndarray) -> str:

@@ -6,7 +6,6 @@ The archives are ``3dident_train.tar`` and ``3dident_test.tar`` of record 450248
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import os
@@ -66,14 +65,6 @@ def _file_entry(record: dict[str, Any], key: str, record_id: str) -> dict[str, A
                         "(--record and --split; record= and split= in Python).")
 
 
-def md5_file(path: Path) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as f:
-        while block := f.read(CHUNK):
-            h.update(block)
-    return h.hexdigest()
-
-
 def fetch_file(url: str, target: Path, size: int | None, progress: bool = True) -> Path:
     """Download ``url`` to ``target`` via ``target.part``, resuming a partial file with HTTP Range."""
     part = target.with_name(target.name + ".part")
@@ -112,7 +103,7 @@ def fetch_file(url: str, target: Path, size: int | None, progress: bool = True) 
 
 
 def check_md5(path: Path, expected: list[str]) -> str:
-    actual = md5_file(path)
+    actual = atomic.file_digest(path, "md5")
     for want in expected:
         if actual != want:
             path.unlink()
