@@ -8,7 +8,9 @@ positives, (B, d) each, and the anchors' latents. InfoNCE uses in-batch negative
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -17,7 +19,17 @@ from torch.nn import functional as F
 
 from ident3d.errors import TrainingError
 
-LOSSES = ("lp", "vmf", "aninfonce", "aninfonce-isotropic", "mse")
+# name -> builder taking ``build_loss``'s options; each loss adds itself where it is defined (``registered``)
+LOSSES: dict[str, Callable[..., nn.Module]] = {}
+
+
+def registered(*names: str) -> Callable[[type], type]:
+    """Class decorator: ``build_loss(name, ...)`` builds the class by its ``from_options(name, ...)``."""
+    def add(cls: type) -> type:
+        for name in names:
+            LOSSES[name] = functools.partial(cls.from_options, name)
+        return cls
+    return add
 
 
 NEGATIVES = ("positives", "anchors", "symmetric")
@@ -74,6 +86,7 @@ class ContrastiveLoss(nn.Module):
         return F.cross_entropy(logits, rows)
 
 
+@registered("lp")
 class LpInfoNCE(ContrastiveLoss):
     """Similarity -||a - b||_p^p / tau: p = 2 matches Normal positives, p = 1 Laplace."""
 
@@ -81,6 +94,11 @@ class LpInfoNCE(ContrastiveLoss):
                  negatives: str = "positives") -> None:
         super().__init__(include_self, negatives)
         self.p, self.tau = p, tau
+
+    @classmethod
+    def from_options(cls, name: str, *, p: float, tau: float, include_self: bool, negatives: str,
+                     **_: object) -> LpInfoNCE:
+        return cls(p, tau, include_self, negatives)
 
     def similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         if self.p > 1 and self.p != 2:
@@ -133,12 +151,18 @@ class _LpPowerDistances(torch.autograd.Function):
         return grad_a, grad_b, None
 
 
+@registered("vmf")
 class VonMisesFisherInfoNCE(ContrastiveLoss):
     """Dot-product similarity of L2-normalised outputs divided by tau (the vMF conditional)."""
 
     def __init__(self, tau: float = 1.0, include_self: bool = False, negatives: str = "positives") -> None:
         super().__init__(include_self, negatives)
         self.tau = tau
+
+    @classmethod
+    def from_options(cls, name: str, *, tau: float, include_self: bool, negatives: str,
+                     **_: object) -> VonMisesFisherInfoNCE:
+        return cls(tau, include_self, negatives)
 
     def embed(self, h: torch.Tensor) -> torch.Tensor:
         return F.normalize(h, dim=1)
@@ -157,6 +181,7 @@ PRECISION_MAPS = {"softplus": (F.softplus, lambda v: math.log(math.expm1(v))),
                   "exp": (torch.exp, math.log)}
 
 
+@registered("aninfonce", "aninfonce-isotropic")
 class AnInfoNCE(ContrastiveLoss):
     """Anisotropic InfoNCE: s(a, b) = -1/2 (a - b)^T Lambda (a - b) on L2-normalised outputs,
     with a learnable diagonal Lambda (``precision_map`` of a raw parameter) and no temperature.
@@ -179,6 +204,12 @@ class AnInfoNCE(ContrastiveLoss):
         size = 1 if isotropic else dim
         self.raw_precision = nn.Parameter(torch.full((size,), inverse(initial_precision)))
 
+    @classmethod
+    def from_options(cls, name: str, *, dim: int, include_self: bool, negatives: str, precision_map: str,
+                     **_: object) -> AnInfoNCE:
+        return cls(dim, include_self, isotropic=name == "aninfonce-isotropic", negatives=negatives,
+                   precision_map=precision_map)
+
     @property
     def precision(self) -> torch.Tensor:
         return self._to_precision(self.raw_precision)
@@ -196,8 +227,13 @@ class AnInfoNCE(ContrastiveLoss):
         return -0.5 * ((a - b).pow(2) * self.precision).sum(-1)
 
 
+@registered("mse")
 class SupervisedMSE(nn.Module):
     """The topline: regress the anchors' latents directly."""
+
+    @classmethod
+    def from_options(cls, name: str, **_: object) -> SupervisedMSE:
+        return cls()
 
     def forward(self, h: torch.Tensor, h_pos: torch.Tensor | None, z: torch.Tensor) -> torch.Tensor:
         return F.mse_loss(h, z)
@@ -205,13 +241,7 @@ class SupervisedMSE(nn.Module):
 
 def build_loss(name: str, *, dim: int, p: float = 2.0, tau: float = 1.0, include_self: bool = False,
                negatives: str = "positives", precision_map: str = "softplus") -> nn.Module:
-    if name == "lp":
-        return LpInfoNCE(p, tau, include_self, negatives)
-    if name == "vmf":
-        return VonMisesFisherInfoNCE(tau, include_self, negatives)
-    if name in ("aninfonce", "aninfonce-isotropic"):
-        return AnInfoNCE(dim, include_self, isotropic=name == "aninfonce-isotropic", negatives=negatives,
-                         precision_map=precision_map)
-    if name == "mse":
-        return SupervisedMSE()
-    raise TrainingError(f"unknown loss {name!r}; expected one of {', '.join(LOSSES)}")
+    if name not in LOSSES:
+        raise TrainingError(f"unknown loss {name!r}; expected one of {', '.join(LOSSES)}")
+    return LOSSES[name](dim=dim, p=p, tau=tau, include_self=include_self, negatives=negatives,
+                        precision_map=precision_map)
