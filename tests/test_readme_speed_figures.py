@@ -46,7 +46,9 @@ def test_render_figures():
     rows = {r[0]: r for r in table_rows(render, "| setting |")}
     standard = rows[re.search(r"the `standard` preset: (.+)", render).group(1).strip()]
     paper = rows["paper (512 + OIDN)"]
-    one_worker = r"preview preset \(64 px, 4 samples\), 1 worker\(s\): ([\d.]+)"
+    # "..., 1 worker(s): N" (steady state, the older benchmark) or "..., 2,000 images, 1 worker(s),
+    # start-up included: N" (a whole draw)
+    one_worker = r"preview preset \(64 px, 4 samples\), (?:[\d,]+ images, )?1 worker\(s\)[^:]*: ([\d.]+)"
     preview = float(re.search(one_worker, render).group(1))
     quoted(f"about {round(number(paper[1]))} s per image", f"about {number(standard[1]):.2f} s per image",
            f"{round(number(standard[2]))}x faster than `paper`", f"worst {number(standard[4]):.2f}/255",
