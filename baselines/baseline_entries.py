@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from ident3d import atomic
-from ident3d.baselines.experiment import PROTOCOL_RESULTS, Experiment, ExperimentError, Run
+from ident3d.baselines.experiment import Experiment, ExperimentError, Run
 from ident3d.baselines.reproduction import load_runs, paired_spec, training_minutes
 from ident3d.leaderboard.ranking import PIXELS_LOSS, SUPERVISED_POSITIVES
 from ident3d.manifest import read_manifest
+from ident3d.protocols import DEFAULT, REGISTRY, result_file
 
 LOSS_NAMES = {"lp": "InfoNCE, L2 (Normal)", "vmf": "InfoNCE, dot product (vMF)", "mse": "MSE to the latents",
               "aninfonce": "AnInfoNCE (learned diagonal Lambda)",
@@ -89,22 +90,22 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
             continue
         about = describe(run)
         data = experiment.data_root(out, spec.data)
-        track = run["v1"]["dataset"].get("track", "custom data")
+        track = run["results"][DEFAULT]["dataset"].get("track", "custom data")
         entry_id = experiment.entry_id(spec) + ("-verified" if signer is not None else "")
         checkpoint = run["folder"] / "encoder.pt2"
-        todo = [(key, protocol) for key, protocol in (("v1", "ident3d-eval-v1"), ("clica", "cl-ica-2021"))
+        todo = [protocol for protocol in REGISTRY
                 if not entry_path(entries, {"protocol": protocol, "id": entry_id}).exists()]
         if not todo:
             continue
-        for _, protocol in todo:
+        for protocol in todo:
             taken = same_model(load_entries(entries), atomic.sha256_file(checkpoint), (track, protocol))
             if taken:
                 raise ExperimentError(f"{checkpoint}: already entry {taken[0]} of {track} · {protocol}; one "
                                       "model file has one entry per table. Fix: retrain the run into a new "
                                       "OUT (its export is a new file), or remove that entry on purpose.")
         # both protocols from one encoding and, when verifying, one fresh draw
-        public = [Result.parse({k: v for k, v in run[key].items() if k != "fresh"},
-                               str(run["folder"] / PROTOCOL_RESULTS[protocol])) for key, protocol in todo]
+        public = [Result.parse({k: v for k, v in run["results"][protocol].items() if k != "fresh"},
+                               str(run["folder"] / result_file(protocol))) for protocol in todo]
         rescored = rescore_together(public, checkpoint, data, fresh="track" if signer is not None else None,
                                     progress=False)
         for result in rescored:
@@ -139,7 +140,7 @@ def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: P
         checkpoint = Path(out) / "runs" / spec.folder / "encoder.pt2"
         if not checkpoint.exists():
             continue
-        for protocol in PROTOCOL_RESULTS:
+        for protocol in REGISTRY:
             entry_id = f"{protocol}/{experiment.entry_id(spec)}"
             path = entry_path(entries, {"protocol": protocol, "id": experiment.entry_id(spec)})
             if not path.exists():

@@ -11,8 +11,9 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from ident3d.baselines.experiment import PROTOCOL_RESULTS, Run, load_experiment
+from ident3d.baselines.experiment import Run, load_experiment
 from ident3d.baselines.relations import EXPERIMENT
+from ident3d.protocols import REGISTRY
 
 COLUMNS = (("cl-ica-2021", "linear_r2", "R² (cl-ica-2021)"),
            ("cl-ica-2021", "mcc_pearson", "MCC (cl-ica-2021)"),
@@ -34,7 +35,7 @@ def grouped(entries: list[Mapping[str, Any]]) -> dict[str, list[tuple[Run, dict[
     by_key = {(entry["protocol"], entry["id"]): entry for entry in entries}
     groups: dict[str, list[tuple[Run, dict[str, Mapping[str, Any]]]]] = {}
     for run in experiment.runs:
-        found = {protocol: by_key[protocol, experiment.entry_id(run)] for protocol in PROTOCOL_RESULTS
+        found = {protocol: by_key[protocol, experiment.entry_id(run)] for protocol in REGISTRY
                  if (protocol, experiment.entry_id(run)) in by_key}
         if found:
             groups.setdefault(run.group, []).append((run, found))

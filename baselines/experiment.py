@@ -13,7 +13,7 @@ budget, with ``--set`` overrides and seeds. The driver renders and packs the dat
 (``ident3d.render.job.render_split``, ``ident3d.packing.pack_split``: what ``ident3d render`` and
 ``ident3d pack`` call), trains each run (``ident3d.baselines.train.train`` on the config
 ``load_preset`` builds, resumed from its checkpoint after an interruption), exports the pixel
-read-out for ``preset = "pixels"``, scores every encoder under both protocols
+read-out for ``preset = "pixels"``, scores every encoder under every protocol
 (``ident3d.evaluation.evaluate``) and writes ``OUT/REPRODUCTION.md`` (the report of
 ``ident3d.baselines.reproduction``). Every step is skipped when its output exists, and the data sets
 and runs are jobs of the experiments' driver (``ident3d.baselines.driver``), so several processes (or
@@ -38,9 +38,9 @@ from ident3d import atomic
 from ident3d.baselines import presets
 from ident3d.baselines.driver import Job, run_jobs
 from ident3d.errors import Ident3dError
+from ident3d.protocols import REGISTRY, result_file
 from ident3d.tracks import get_track
 
-PROTOCOL_RESULTS = {"cl-ica-2021": "result-cl-ica-2021.json", "ident3d-eval-v1": "result.json"}
 RUN_RECORD = "experiment.json"
 
 
@@ -238,7 +238,7 @@ def _start_from(source: Path, folder: Path) -> None:
 
 
 def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
-    """Train (or resume) ``run``, export it, score it under both protocols; return its folder."""
+    """Train (or resume) ``run``, export it, score it under every protocol (REGISTRY); return its folder."""
     folder, data = Path(out) / "runs" / run.folder, experiment.data_root(out, run.data)
     encoder = folder / "encoder.pt2"
     if run.preset == "pixels":
@@ -259,13 +259,13 @@ def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
             _start_from(Path(out) / "runs" / run.continues, folder)
         train(load_preset(run.preset, **settings), folder, resume=(folder / "config.json").exists(),
               progress=False)
-    missing = [protocol for protocol, file in PROTOCOL_RESULTS.items() if not (folder / file).exists()]
+    missing = [protocol for protocol in REGISTRY if not (folder / result_file(protocol)).exists()]
     if missing:  # one encoding for every protocol the run has no result of yet
         from ident3d.evaluation import evaluate_protocols
 
         for protocol, result in evaluate_protocols(encoder, data, missing, name=run.folder,
                                                    progress=False).items():
-            result.save(folder / PROTOCOL_RESULTS[protocol])
+            result.save(folder / result_file(protocol))
     atomic.write_json(folder / RUN_RECORD, asdict(run))  # last: `ident3d train` wants a fresh folder
     return folder
 

@@ -2,8 +2,8 @@
 
     python -m ident3d.baselines.reproduction OUT      # the report, on stdout (the driver writes it too)
 
-Reads every ``OUT/runs/<run>/``: ``experiment.json`` (its seed group), ``result.json``
-(ident3d-eval-v1), ``result-cl-ica-2021.json`` and, for trained runs, ``config.json`` and
+Reads every ``OUT/runs/<run>/``: ``experiment.json`` (its seed group), a result per protocol
+(``ident3d.protocols.result_file``) and, for trained runs, ``config.json`` and
 ``log.jsonl``. Runs of one seed group are reported as mean ± std. The report holds the table
 (with training throughput and minutes), the orderings of the paper's Table 4, the hue latents on
 v2 against legacy data, and every latent's R² for every run.
@@ -23,7 +23,9 @@ from ident3d.baselines.anisotropy import learned_precision as matched_precision
 from ident3d.baselines.relations import arms_of, arms_paper, relation_lines
 from ident3d.leaderboard.entries import ENTRIES_DIR, load_entries
 from ident3d.manifest import read_manifest
+from ident3d.protocols import REGISTRY, result_file
 
+V1, CLICA = "ident3d-eval-v1", "cl-ica-2021"  # the two protocols the report sets side by side
 HUES = ("object_hue", "spotlight_hue", "ground_hue")
 
 
@@ -35,12 +37,12 @@ def paired_spec(config: dict[str, Any]) -> dict[str, Any]:
 def load_runs(out: Path) -> dict[str, dict[str, Any]]:
     runs = {}
     for folder in sorted((out / "runs").iterdir()) if (out / "runs").is_dir() else []:
-        needed = ("result.json", "result-cl-ica-2021.json", "experiment.json")
+        needed = (*(result_file(protocol) for protocol in REGISTRY), "experiment.json")
         if not all((folder / name).exists() for name in needed):
             continue
         record = json.loads((folder / "experiment.json").read_text())
-        run = {"folder": folder, "v1": json.loads((folder / "result.json").read_text()),
-               "clica": json.loads((folder / "result-cl-ica-2021.json").read_text()),
+        run = {"folder": folder,
+               "results": {p: json.loads((folder / result_file(p)).read_text()) for p in REGISTRY},
                **{k: record[k] for k in ("group", "preset", "data")},
                "config": None, "log": []}
         if (folder / "config.json").exists():
@@ -75,7 +77,7 @@ def pct(value: float | None) -> str:
 
 
 def group_metric(runs: dict, group: list[str], protocol: str, metric: str) -> tuple[float, float | None]:
-    values = [runs[name][protocol]["metrics"][metric] for name in group]
+    values = [runs[name]["results"][protocol]["metrics"][metric] for name in group]
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
@@ -89,15 +91,15 @@ def summarize(out: Path) -> str:
     if not runs:
         return f"No finished runs under {out / 'runs'}."
     by_group = groups(runs)
-    test_n = next(iter(runs.values()))["v1"]["dataset"]["n"]
+    test_n = next(iter(runs.values()))["results"][V1]["dataset"]["n"]
     lines = [f"Test splits of {test_n:,} images. Groups of seeds: mean ± std (sample std).\n",
              "| run | seeds | R² (cl-ica-2021) | MCC (cl-ica-2021) | R² (v1) | kernel R² (v1) | MCC (v1) "
              "| steps × batch | images/s | train min |",
              "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for group, names in by_group.items():
-        cells = [mean_std(runs, names, "clica", "linear_r2"), mean_std(runs, names, "clica", "mcc_pearson"),
-                 mean_std(runs, names, "v1", "linear_r2"), mean_std(runs, names, "v1", "nonlinear_r2"),
-                 mean_std(runs, names, "v1", "mcc_pearson")]
+        cells = [mean_std(runs, names, CLICA, "linear_r2"), mean_std(runs, names, CLICA, "mcc_pearson"),
+                 mean_std(runs, names, V1, "linear_r2"), mean_std(runs, names, V1, "nonlinear_r2"),
+                 mean_std(runs, names, V1, "mcc_pearson")]
         timing = [training_minutes(runs[name]) for name in names]
         config = runs[names[0]]["config"]
         if config is None or None in timing:
@@ -108,7 +110,7 @@ def summarize(out: Path) -> str:
             minutes = f"{statistics.fmean(t[1] for t in timing):.1f}"
         lines.append(f"| {group} | {len(names)} | " + " | ".join(cells)
                      + f" | {budget} | {speed} | {minutes} |")
-    v2 = [(run["preset"], run["clica"]["metrics"]) for run in runs.values() if run["data"] == "v2"]
+    v2 = [(run["preset"], run["results"][CLICA]["metrics"]) for run in runs.values() if run["data"] == "v2"]
     lines += ["", "Relations of the paper's Table 4 (cl-ica-2021; ident3d.baselines.relations):", "",
               *relation_lines(arms_of(v2), arms_paper(load_entries(ENTRIES_DIR))), ""]
     if "v2-normal-box" in by_group and "legacy-normal-box" in by_group:
@@ -119,8 +121,9 @@ def summarize(out: Path) -> str:
             for variant in ("v2", "legacy"):
                 names = by_group[f"{variant}-normal-box"]
                 i = latent_names(runs[names[0]]).index(hue)
-                linear = statistics.fmean(runs[n]["v1"]["per_latent"][i]["linear_r2"] for n in names)
-                kernel = statistics.fmean(runs[n]["v1"]["per_latent"][i]["nonlinear_r2"] for n in names)
+                rows = [runs[n]["results"][V1]["per_latent"][i] for n in names]
+                linear = statistics.fmean(row["linear_r2"] for row in rows)
+                kernel = statistics.fmean(row["nonlinear_r2"] for row in rows)
                 cells.append(f"{pct(linear)} / {pct(kernel)}")
             lines.append(f"| {hue} | {cells[0]} | {cells[1]} |")
         lines.append("")
@@ -129,21 +132,21 @@ def summarize(out: Path) -> str:
     lines += ["Every latent, linear R² under ident3d-eval-v1:", "",
               "| latent | " + " | ".join(runs) + " |", "|---|" + "---:|" * len(runs)]
     for i, factor in enumerate(latent_names(next(iter(runs.values())))):
-        lines.append(f"| {factor} | " + " | ".join(pct(r["v1"]["per_latent"][i]["linear_r2"])
+        lines.append(f"| {factor} | " + " | ".join(pct(r["results"][V1]["per_latent"][i]["linear_r2"])
                                                    for r in runs.values()) + " |")
     return "\n".join(lines) + "\n"
 
 
 def latent_names(run: dict[str, Any]) -> list[str]:
     """The latents of a run's dataset, in the order its result scores them."""
-    return [p["factor"] for p in run["v1"]["per_latent"]]
+    return [p["factor"] for p in run["results"][V1]["per_latent"]]
 
 
 def learned_precision(run: dict[str, Any]) -> list[float]:
     """The last Lambda a run logged, entry i belonging to latent i (``anisotropy.learned_precision``)."""
     logged = {"lambda": [{"step": r["step"], "precision": r["precision"]}
                          for r in run["log"] if "precision" in r]}
-    return matched_precision(logged, run["v1"]["matching"])[1]
+    return matched_precision(logged, run["results"][V1]["matching"])[1]
 
 
 def anisotropic_section(by_group: dict, runs: dict) -> list[str]:
@@ -162,11 +165,12 @@ def anisotropic_section(by_group: dict, runs: dict) -> list[str]:
              "", "| latent | positive scale | Lambda | R² AnInfoNCE | R² isotropic | MCC AnInfoNCE "
              "| MCC isotropic |", "|---|---:|---:|---:|---:|---:|---:|"]
     for k, factor in enumerate(latent_names(a)):
-        pa, pi = a["v1"]["per_latent"][k], i["v1"]["per_latent"][k]
+        pa, pi = a["results"][V1]["per_latent"][k], i["results"][V1]["per_latent"][k]
         lines.append(f"| {factor} | {scale[k]:g} | {lam[k]:.3g} | {pct(pa['linear_r2'])} | "
                      f"{pct(pi['linear_r2'])} | {pct(pa['mcc_pearson'])} | {pct(pi['mcc_pearson'])} |")
     wide = [k for k, s in enumerate(scale) if s > statistics.median(scale)]
-    gain = statistics.fmean(a["v1"]["per_latent"][k]["linear_r2"] - i["v1"]["per_latent"][k]["linear_r2"]
+    gain = statistics.fmean(a["results"][V1]["per_latent"][k]["linear_r2"]
+                            - i["results"][V1]["per_latent"][k]["linear_r2"]
                             for k in wide)
     lines += ["", f"Rank correlation of the learned Lambda with 1/scale² (Spearman): {rho:.2f}. "
               f"On the {len(wide)} latents with the widest positives, AnInfoNCE's linear R² is "
@@ -204,7 +208,7 @@ def snapped_section(by_group: dict, runs: dict) -> list[str]:
              "| latent | asked | spread snapped | spread exact | R² snapped | R² exact |",
              "|---|---:|---:|---:|---:|---:|"]
     for k, factor in enumerate(latent_names(s)):
-        r2 = [pct(run["v1"]["per_latent"][k]["linear_r2"]) for run in (s, e)]
+        r2 = [pct(run["results"][V1]["per_latent"][k]["linear_r2"]) for run in (s, e)]
         lines.append(f"| {factor} | {asked[k]:g} | {spread_s[k]:.3f} | {spread_e[k]:.3f} "
                      f"| {r2[0]} | {r2[1]} |")
     rho_s = spearmanr(spread_s, asked).statistic

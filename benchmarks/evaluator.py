@@ -29,7 +29,7 @@ from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.fake_splits import write_fake_split
 from ident3d.inference import Runner
-from ident3d.protocols import PER_LATENT, REGISTRY
+from ident3d.protocols import REGISTRY, per_latent_metrics
 from ident3d.sandbox.loading import program_module
 from ident3d.sandbox.pt2_reader import read_archive
 from ident3d.submissions import Standardisation, check_features
@@ -102,7 +102,7 @@ def encoding_table(n_images: int) -> None:
             setup = time.perf_counter() - start - n_images / rate
             features = check_features(h, n_images, label)
             s = REGISTRY["ident3d-eval-v1"].score(z, Standardisation.fit(features)(features, label))
-            values = np.concatenate([s.per_latent(k) for k in PER_LATENT])
+            values = np.concatenate([s.per_latent(k) for k in per_latent_metrics()])
             if reference is None:
                 reference, base_rate, h0 = values, rate, h
             print(f"| {label} | {setup:.1f} | {rate:.1f} | {rate / base_rate:.2f}x | "

@@ -24,14 +24,13 @@ import torch
 from tqdm import tqdm
 
 from ident3d import fresh as fresh_module
-from ident3d import metrics
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.devices import resolve_device
 from ident3d.errors import DatasetError, SubmissionError
 from ident3d.inference import Runner
 from ident3d.ood import track_ood_splits
-from ident3d.protocols import DEFAULT, NAMES, PER_LATENT, SPLIT_SEED, Scores, ScoringProtocol, get_protocol
+from ident3d.protocols import DEFAULT, NAMES, SPLIT_SEED, ClassFactor, Scores, ScoringProtocol, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel, ScoringProbe
 from ident3d.sandbox.limits import SandboxLimits
@@ -130,27 +129,6 @@ def _encode_module(module: torch.nn.Module, dataset: ThreeDIdent, device: torch.
         return encode(module, dataset, np.arange(len(dataset)), device, batch_size, progress)
     finally:
         module.to(where, memory_format=torch.contiguous_format).train(training)
-
-
-def _unit(values: np.ndarray | None) -> list[float] | None:
-    """Scores as floats in [0, 1]; a negative R^2 (worse than the mean) is reported as 0."""
-    return None if values is None else [float(np.clip(v, 0.0, 1.0)) for v in values]
-
-
-def block_scores(manifest: dict[str, Any] | None, per_latent: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Block identifiability of a content/style split (von Kügelgen et al., NeurIPS 2021): the mean
-    linear and kernel R² of the content latents (shared within a pair) and of the style latents
-    (resampled), from the per-latent read-outs; None when the split is not a content/style split."""
-    style = set(((manifest or {}).get("pairs") or {}).get("style") or ())
-    if not style:
-        return None
-    out: dict[str, Any] = {"style_factors": sorted(style)}
-    for block in ("content", "style"):
-        rows = [r for r in per_latent if (r["factor"] in style) == (block == "style")]
-        for metric, key in (("linear_r2", "linear_r2"), ("nonlinear_r2", "kernel_r2")):
-            values = [r[metric] for r in rows if r[metric] is not None]
-            out[f"{block}_{key}"] = float(np.mean(values)) if values else None
-    return out
 
 
 def _versions() -> dict[str, str | None]:
@@ -355,26 +333,12 @@ def score_features(source: str, dataset: ThreeDIdent, h: np.ndarray, ood_sets: d
 
 def _reported(protocol: ScoringProtocol, s: Scores, names: list[str], scored: ThreeDIdent,
               fit: tuple[np.ndarray, np.ndarray], score: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
-    """What a result reports of one scored set (the public split's score rows, or a fresh draw): the
-    means and per-latent values, class accuracy (a class read-out fitted on ``fit``, every latent column
-    and the features of the fit rows, and scored on ``score``), the companions' sections and, on a
-    content/style split, the block scores."""
-    per = {k: _unit(s.per_latent(k)) for k in PER_LATENT}
-    per_latent = [{"factor": name, **{k: per[k][i] if per[k] else None for k in PER_LATENT}}
-                  for i, name in enumerate(names)]
-    classes = [{"factor": f.name, "n_classes": len(f.classes), "chance": 1 / len(f.classes),
-                "accuracy": metrics.class_accuracy(fit[0][:, f.index], fit[1], score[0][:, f.index], score[1],
-                                                   len(f.classes))}
+    """What a result reports of one scored set, as ``protocol.report`` says, with the split's class
+    latents and, on a content/style split, its style latents."""
+    classes = [ClassFactor(f.name, f.index, len(f.classes))
                for f in scored.variant_spec.factors if f.is_class]
-    blocks = block_scores(scored.manifest, per_latent)
-    return {
-        "metrics": {k: protocol.mean(s.per_latent(k)) for k in PER_LATENT},
-        "per_latent": per_latent,
-        **({"classes": classes, "class_accuracy": float(np.mean([c["accuracy"] for c in classes]))}
-           if classes else {}),
-        **s.companions,
-        **({"blocks": blocks} if blocks else {}),
-    }
+    style = ((scored.manifest or {}).get("pairs") or {}).get("style") or ()
+    return protocol.report(s, names, classes, set(style), fit, score)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ interval: both scored sets are resampled with the read-outs and the matching hel
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 from dataclasses import dataclass
@@ -25,11 +26,10 @@ import numpy as np
 
 from ident3d import metrics
 from ident3d.errors import DatasetError
-from ident3d.protocols import ScoringProtocol
+from ident3d.protocols import ScoringProtocol, gap_metrics
 from ident3d.tracks import Track
 from ident3d.tracks.identity import RENDERERS
 
-GAP_METRICS = ("linear_r2", "mcc_pearson")  # the metrics tables rank by
 BOOTSTRAP_DRAWS = 2000
 
 log = logging.getLogger(__name__)
@@ -76,22 +76,24 @@ class Readout:
     assignment: np.ndarray  # Pearson matching, found by the protocol
     protocol: ScoringProtocol
 
+    @functools.cached_property
+    def linear(self) -> metrics.AffineReadout:
+        return metrics.AffineReadout.fit(self.h_fit, self.z_fit)
+
     def per_latent(self, z: np.ndarray, h: np.ndarray) -> dict[str, np.ndarray]:
-        """Per-latent linear R² and matched |Pearson correlation| of features ``h`` for latents ``z``."""
-        linear = metrics.r2_per_latent(z, metrics.affine_predict(self.h_fit, self.z_fit, h))
-        pearson, _ = metrics.mcc(z, h, "pearson", self.assignment)
-        return {"linear_r2": linear, "mcc_pearson": pearson}
+        """Per-latent values of the gap's metrics for features ``h`` of latents ``z``, as the protocol
+        computes them."""
+        return self.protocol.gap_values(self.linear, self.assignment, z, h)
 
     def means(self, per: dict[str, np.ndarray]) -> dict[str, float]:
         """The means as the protocol takes them (R² clipped per latent or after the mean)."""
-        return {"linear_r2": self.protocol.mean(per["linear_r2"]),
-                "mcc_pearson": float(per["mcc_pearson"].mean())}
+        return {key: self.protocol.mean(values) for key, values in per.items()}
 
     def resampled(self, z: np.ndarray, h: np.ndarray, draws: int, rng: np.random.Generator
                   ) -> dict[str, np.ndarray]:
         """Each gap metric's mean over ``draws`` resamples (with replacement) of the scored rows."""
         rows = rng.integers(0, len(z), size=(draws, len(z)))
-        prediction = metrics.affine_predict(self.h_fit, self.z_fit, h)
+        prediction = self.linear.predict(h)
         clip_each = self.protocol.clips_each_latent
         return {"linear_r2": metrics.bootstrap_r2(z, prediction, rows, clip_each=clip_each),
                 "mcc_pearson": metrics.bootstrap_mcc(z, h, self.assignment, rows)}
@@ -108,7 +110,7 @@ def memorisation_gap(readout: Readout, public: tuple[np.ndarray, np.ndarray],
     public_means = readout.means(readout.per_latent(*public))
     fresh_means = readout.means(readout.per_latent(*fresh))
     out = {}
-    for key in GAP_METRICS:
+    for key in gap_metrics():
         low, high = np.quantile(on_public[key] - on_fresh[key], [0.025, 0.975])
         fresh_low, fresh_high = np.quantile(on_fresh[key], [0.025, 0.975])
         out[key] = {"public": public_means[key], "fresh": fresh_means[key],

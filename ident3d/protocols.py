@@ -14,7 +14,7 @@ own fit and score rows, each versioned on its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,11 +22,93 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ident3d.extrapolation import ExtrapolationReadouts
-    from ident3d.metrics import Readouts
+    from ident3d.metrics import AffineReadout, Readouts
 
 SPLIT_SEED = 0  # the seeded permutation that splits the rows into fit and score sets
 CLICA_SAMPLE = 4096
-PER_LATENT = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A number that results and the board report, named once: its key (in results, entries, the
+    board's data), its column label and full title, what it means (the legend's sentence), and how the
+    board treats it. A per-latent metric has a value per latent in a result's ``per_latent`` rows and
+    the protocol's mean in its ``metrics``; any other is a companion protocol's number, read from its
+    section of the result (``leaderboard.companions`` says where)."""
+
+    name: str
+    label: str  # the column's header
+    title: str  # the metric's full name (the legend, the Hub's metric names)
+    meaning: str  # what it measures, after the title in the legend
+    per_latent: bool = False
+    rank: int | None = None  # its place in the ranking key (0 first); None: not ranked by
+    in_gap: bool = False  # a fresh draw's memorisation gap is taken on it
+    higher_is_better: bool = True
+    column: bool = True  # a column of the board's tables
+    required: bool = False  # every protocol reports it (a result must hold a number)
+    paper_reports: bool = False  # every paper's table reports it (an entry copied from a paper must too)
+
+    @property
+    def legend(self) -> str:
+        return f"{self.title}: {self.meaning}"
+
+
+def _companion_metrics() -> tuple[Metric, ...]:
+    """The companion protocols' board columns: DCI, read-out extrapolation, an OOD track's region splits,
+    and a content/style split's blocks (a content encoder should read content, not style)."""
+    dci = (Metric("dci_disentanglement", "D", "D, DCI disentanglement",
+                  "whether each feature serves one latent (Eastwood & Williams, ICLR 2018); read it "
+                  "beside I"),
+           Metric("dci_completeness", "C", "C, DCI completeness",
+                  "whether each latent lives in one feature; read it beside I"),
+           Metric("dci_informativeness", "I", "I, DCI informativeness",
+                  "how much of each latent an elastic-net read-out of all features recovers"),
+           Metric("extrapolation_linear_r2", "extrapolation R²", "extrapolation R²",
+                  "the linear read-out fitted where a latent is at most 0.5 and scored where it is above"))
+    ood = tuple(Metric(f"ood_{region}_linear_r2", f"OOD {region} R²", f"OOD {region} R²",
+                       f"the linear read-out of the test split scored on the OOD track's {region} region, "
+                       "never shown in training") for region in OOD_REGIONS)
+    blocks = tuple(Metric(f"{block}_{fit}_r2", f"{block} R² ({fit})", f"{block} R² ({fit})",
+                          f"the mean {fit} R² of the {block} latents on content/style pairs "
+                          f"({'high' if content else 'low'} is what a content encoder should score)",
+                          higher_is_better=content)
+                   for block, content in (("content", True), ("style", False))
+                   for fit in ("linear", "kernel"))
+    return (*dci, *ood, *blocks)
+
+
+OOD_REGIONS = ("interpolation", "extrapolation", "composition")  # an OOD track's test-<region> splits
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("linear_r2", "R²", "linear R²",
+           "the share of each latent's variance a linear read-out of the features recovers on held-out "
+           "test images, averaged over the latents", per_latent=True, rank=1, in_gap=True, required=True,
+           paper_reports=True),
+    Metric("mcc_pearson", "MCC", "MCC (Pearson)",
+           "each latent's |Pearson correlation| with the feature it is matched to (one feature per "
+           "latent), averaged", per_latent=True, rank=0, in_gap=True, required=True),
+    Metric("nonlinear_r2", "kernel R²", "kernel R²",
+           "as linear R², with a kernel ridge read-out (recovery up to a nonlinear map)", per_latent=True),
+    Metric("mcc_spearman", "MCC (Spearman)", "MCC (Spearman)",
+           "as MCC, with Spearman's rank correlation", per_latent=True, column=False),
+    *_companion_metrics(),
+)}
+
+
+def per_latent_metrics() -> tuple[str, ...]:
+    """The per-latent metrics, in ``METRICS`` order (the order of the board's columns): a result's
+    ``metrics`` and ``per_latent`` keys."""
+    return tuple(name for name, m in METRICS.items() if m.per_latent)
+
+
+def ranking_metrics() -> tuple[str, ...]:
+    """The metrics a table ranks by, first key first."""
+    return tuple(m.name for m in sorted((m for m in METRICS.values() if m.rank is not None),
+                                        key=lambda m: m.rank))
+
+
+def gap_metrics() -> tuple[str, ...]:
+    """The metrics a fresh draw's memorisation gap is taken on."""
+    return tuple(name for name, m in METRICS.items() if m.in_gap)
 
 
 @dataclass(frozen=True)
@@ -43,19 +125,16 @@ class Protocol:
 
 @dataclass(frozen=True)
 class Scores:
-    """What a protocol measured on one split: raw per-latent values in latent order (None for a
-    metric the protocol does not compute), the rows that fitted the read-outs and the rows scored,
-    the Pearson matching of features to latents, the kernel ridge choices, and the companion
-    protocols' sections by result key (``dci``, ``extrapolation``, ``ood``); and the fitted read-outs
-    (of ``ident3d-eval-v1``), which score a fresh draw with no refit."""
+    """What a protocol measured on one split: raw per-latent values in latent order by metric, the
+    rows that fitted the read-outs and the rows scored, the Pearson matching of features to latents,
+    the kernel ridge choices, and the companion protocols' sections by result key (``dci``,
+    ``extrapolation``, ``ood``); and the fitted read-outs (of ``ident3d-eval-v1``), which score a
+    fresh draw with no refit."""
 
-    linear_r2: np.ndarray
-    mcc_pearson: np.ndarray
+    values: dict[str, np.ndarray]  # per-latent metric -> raw values; a metric not computed is absent
     assignment: np.ndarray
     fit: np.ndarray
     test: np.ndarray
-    nonlinear_r2: np.ndarray | None = None
-    mcc_spearman: np.ndarray | None = None
     kernel: list[dict[str, Any]] | None = None
     companions: dict[str, dict[str, Any]] = field(default_factory=dict)
     assignment_spearman: np.ndarray | None = None
@@ -69,8 +148,8 @@ class Scores:
         return self.test if self.unseen is None else self.unseen
 
     def per_latent(self, metric: str) -> np.ndarray | None:
-        """The raw values of one of ``PER_LATENT``."""
-        return getattr(self, metric)
+        """The raw values of a per-latent metric (``METRICS``), None when the protocol does not compute it."""
+        return self.values.get(metric)
 
 
 @dataclass(frozen=True)
@@ -93,11 +172,47 @@ class ScoringProtocol(Protocol):
         rows ``(z_fit, h_fit)``: every metric the protocol reports on the public split, on images the
         model cannot have seen (``ood``: the draw's region splits). Here linear R² and Pearson MCC with
         the public matching; a protocol with more read-outs scores them too."""
+        from ident3d.metrics import AffineReadout
+
+        return Scores(self.gap_values(AffineReadout.fit(h_fit, z_fit), public.assignment, z, h),
+                      assignment=public.assignment, fit=public.fit, test=np.arange(len(z)))
+
+    def gap_values(self, linear: AffineReadout, assignment: np.ndarray, z: np.ndarray, h: np.ndarray
+                   ) -> dict[str, np.ndarray]:
+        """The per-latent values of the gap's metrics (``gap_metrics()``) on a scored set, from the
+        public split's fitted affine read-out and Pearson matching: the numbers a memorisation gap
+        compares between the public split's held-out rows and a fresh draw."""
         from ident3d import metrics
 
-        pearson, _ = metrics.mcc(z, h, "pearson", public.assignment)
-        return Scores(linear_r2=metrics.linear_r2(z_fit, h_fit, z, h), mcc_pearson=pearson,
-                      assignment=public.assignment, fit=public.fit, test=np.arange(len(z)))
+        pearson, _ = metrics.mcc(z, h, "pearson", assignment)
+        return {"linear_r2": metrics.r2_per_latent(z.astype(np.float64), linear.predict(h)),
+                "mcc_pearson": pearson}
+
+    def report(self, s: Scores, names: Sequence[str], classes: Sequence[ClassFactor], style: Collection[str],
+               fit: tuple[np.ndarray, np.ndarray], score: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+        """The result fields of one scored set (the public split's score rows, or a fresh draw): each
+        per-latent metric's mean and values (in [0, 1]; a negative R² is reported as 0), class accuracy
+        (a class read-out fitted on ``fit``, every latent column and the features of the fit rows, and
+        scored on ``score``), the companions' sections and, when ``style`` names a content/style split's
+        style latents, the block scores."""
+        from ident3d import metrics
+
+        keys = per_latent_metrics()
+        per = {k: _unit(s.per_latent(k)) for k in keys}
+        per_latent = [{"factor": name, **{k: per[k][i] if per[k] else None for k in keys}}
+                      for i, name in enumerate(names)]
+        accuracy = [{"factor": c.name, "n_classes": c.n_classes, "chance": 1 / c.n_classes,
+                     "accuracy": metrics.class_accuracy(fit[0][:, c.column], fit[1], score[0][:, c.column],
+                                                        score[1], c.n_classes)} for c in classes]
+        blocks = block_scores(style, per_latent)
+        return {
+            "metrics": {k: self.mean(s.per_latent(k)) for k in keys},
+            "per_latent": per_latent,
+            **({"classes": accuracy, "class_accuracy": float(np.mean([c["accuracy"] for c in accuracy]))}
+               if accuracy else {}),
+            **s.companions,
+            **({"blocks": blocks} if blocks else {}),
+        }
 
     def slow_part(self, n: int) -> str | None:
         """What scoring ``n`` rows spends its time on, said before it starts (None when it is quick)."""
@@ -146,10 +261,10 @@ class HeldOutHalves(ScoringProtocol):
         if ood:
             companions["ood"] = _versioned("ident3d-ood", ood_scores(readouts, z[test], h[test], names, ood))
         score_z = z[test].astype(np.float64)
-        return Scores(linear_r2=metrics.r2_per_latent(score_z, readouts.linear.predict(h[test])),
-                      mcc_pearson=pearson, assignment=assign_p, fit=fit, test=test,
-                      nonlinear_r2=metrics.r2_per_latent(score_z, readouts.kernel.predict(h[test])),
-                      mcc_spearman=spearman, kernel=kernel, companions=companions,
+        values = {"linear_r2": metrics.r2_per_latent(score_z, readouts.linear.predict(h[test])),
+                  "nonlinear_r2": metrics.r2_per_latent(score_z, readouts.kernel.predict(h[test])),
+                  "mcc_pearson": pearson, "mcc_spearman": spearman}
+        return Scores(values, assignment=assign_p, fit=fit, test=test, kernel=kernel, companions=companions,
                       assignment_spearman=assign_s, readouts=readouts, extrapolation=extrapolation)
 
     def score_draw(self, z_fit: np.ndarray, h_fit: np.ndarray, public: Scores, z: np.ndarray, h: np.ndarray,
@@ -175,13 +290,42 @@ class HeldOutHalves(ScoringProtocol):
         if ood:
             companions["ood"] = _versioned("ident3d-ood", ood_scores(public.readouts, z, h, names, ood))
         score_z = z.astype(np.float64)
-        return Scores(linear_r2=metrics.r2_per_latent(score_z, public.readouts.linear.predict(h)),
-                      mcc_pearson=pearson, assignment=public.assignment, fit=public.fit,
-                      test=np.arange(len(z)),
-                      nonlinear_r2=metrics.r2_per_latent(score_z, public.readouts.kernel.predict(h)),
-                      mcc_spearman=spearman, kernel=public.kernel, companions=companions,
+        values = {"linear_r2": metrics.r2_per_latent(score_z, public.readouts.linear.predict(h)),
+                  "nonlinear_r2": metrics.r2_per_latent(score_z, public.readouts.kernel.predict(h)),
+                  "mcc_pearson": pearson, "mcc_spearman": spearman}
+        return Scores(values, assignment=public.assignment, fit=public.fit, test=np.arange(len(z)),
+                      kernel=public.kernel, companions=companions,
                       assignment_spearman=public.assignment_spearman, readouts=public.readouts,
                       extrapolation=public.extrapolation)
+
+
+@dataclass(frozen=True)
+class ClassFactor:
+    """A discrete latent (the object's class): its name, its column among the latents, its classes."""
+
+    name: str
+    column: int
+    n_classes: int
+
+
+def _unit(values: np.ndarray | None) -> list[float] | None:
+    """Scores as floats in [0, 1]; a negative R² (worse than the mean) is reported as 0."""
+    return None if values is None else [float(np.clip(v, 0.0, 1.0)) for v in values]
+
+
+def block_scores(style: Collection[str], per_latent: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Block identifiability of a content/style split (von Kügelgen et al., NeurIPS 2021): the mean
+    linear and kernel R² of the content latents (shared within a pair) and of the style latents
+    (redrawn, named by ``style``), from the per-latent values; None when nothing is style."""
+    if not style:
+        return None
+    out: dict[str, Any] = {"style_factors": sorted(style)}
+    for block in ("content", "style"):
+        rows = [r for r in per_latent if (r["factor"] in style) == (block == "style")]
+        for metric, key in (("linear_r2", "linear_r2"), ("nonlinear_r2", "kernel_r2")):
+            values = [r[metric] for r in rows if r[metric] is not None]
+            out[f"{block}_{key}"] = float(np.mean(values)) if values else None
+    return out
 
 
 def _versioned(companion: str, section: dict[str, Any]) -> dict[str, Any]:
@@ -210,8 +354,9 @@ class ClIca2021(ScoringProtocol):
         pearson, assign_p = metrics.mcc(z[sample], h[sample], "pearson")
         # The matching was chosen on the whole sample, so its rows read MCC optimistically: the gap of a
         # fresh draw compares with the rows outside the sample, when the split has any.
-        return Scores(linear_r2=metrics.linear_r2(z[fit], h[fit], z[test], h[test]), mcc_pearson=pearson,
-                      assignment=assign_p, fit=fit, test=test, unseen=rest if len(rest) >= 4 else None)
+        return Scores({"linear_r2": metrics.linear_r2(z[fit], h[fit], z[test], h[test]),
+                       "mcc_pearson": pearson}, assignment=assign_p, fit=fit, test=test,
+                      unseen=rest if len(rest) >= 4 else None)
 
 
 CONSTANT_LATENT = ("1.1", "a latent that is constant on the scored set (every value equal) has R² 1 "
@@ -239,6 +384,12 @@ REGISTRY: dict[str, ScoringProtocol] = {p.name: p for p in (
 )}
 NAMES = tuple(REGISTRY)
 DEFAULT = "ident3d-eval-v1"
+
+
+def result_file(protocol: str) -> str:
+    """The name of a run folder's result under ``protocol``: ``result.json`` for the default protocol
+    (what ``ident3d train`` writes), ``result-<protocol>.json`` for any other."""
+    return "result.json" if protocol == DEFAULT else f"result-{protocol}.json"
 
 # Computed with ident3d-eval-v1 on its fit and score halves, each in its own section of the result with
 # its own version: what a number means there moves only with that version.

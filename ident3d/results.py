@@ -1,5 +1,6 @@
-"""The evaluation contract, without torch: protocol names, metric keys, and the result file's
-schema and validation. The evaluator writes results; the leaderboard and users' tools read them.
+"""The evaluation contract, without torch: the result file's schema (its protocol names and metric
+keys filled from ``ident3d.protocols``) and validation. The evaluator writes results; the leaderboard
+and users' tools read them.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Callable
 from dataclasses import InitVar, dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -14,8 +16,8 @@ from typing import Any
 
 from ident3d import atomic
 from ident3d.errors import ResultError
+from ident3d.protocols import METRICS, REGISTRY, Metric, per_latent_metrics
 
-METRIC_KEYS = ("linear_r2", "nonlinear_r2", "mcc_pearson", "mcc_spearman")
 RESULT_SCHEMA = "ident3d-result/1"
 
 
@@ -61,7 +63,7 @@ class Result:
         model = d["model"]
         who = ("self-reported: features computed outside the sandbox (your own module or an embeddings "
                "file)" if model.get("self_reported") else "scored from the model file in the sandbox")
-        cols = METRIC_KEYS
+        cols = per_latent_metrics()
         version = f" {d['protocol_version']}" if d.get("protocol_version") else ""
         lines = [f"{model['name']} on {d['dataset'].get('track') or 'custom data'} ({d['dataset']['split']}, "
                  f"{d['dataset']['n']:,} images) under {d['protocol']}{version}; {who}",
@@ -120,16 +122,55 @@ def gap_verdict(gap: dict[str, dict[str, Any]]) -> str:
             "public split, not a model that adapts its answers to it, so the rank uses the fresh score")
 
 
-@functools.cache
+def shipped_schema(package: str, name: str) -> dict[str, Any]:
+    """A shipped schema as validation uses it: its registry-owned definitions filled from
+    ``ident3d.protocols`` (``registry_defs``), so no schema file spells a protocol or a metric."""
+    schema = json.loads(files(package).joinpath(name).read_text())
+    filled = registry_defs(tuple(REGISTRY), tuple(METRICS.values()))
+    schema["$defs"].update({key: filled[key] for key in schema["$defs"] if key in filled})
+    return schema
+
+
 def schema_validator(package: str, name: str) -> Any:
-    """One validator per shipped schema and process. ``jsonschema.validate`` re-checks the schema
-    itself on every call, which cost 20 times the validation (about 10 s to load every entry)."""
+    """The validator of a shipped schema: one per schema and state of the registry."""
+    return _validator(package, name, tuple(REGISTRY), tuple(METRICS.values()))
+
+
+@functools.cache
+def _validator(package: str, name: str, protocols: tuple[str, ...], metrics: tuple[Metric, ...]) -> Any:
+    """One validator per shipped schema, kept: ``jsonschema.validate`` re-checks the schema itself on
+    every call, which cost 20 times the validation (about 10 s to load every entry)."""
     import jsonschema
 
-    schema = json.loads(files(package).joinpath(name).read_text())
+    schema = shipped_schema(package, name)
     validator_class = jsonschema.validators.validator_for(schema)
     validator_class.check_schema(schema)
     return validator_class(schema)
+
+
+def registry_defs(protocols: tuple[str, ...], metrics: tuple[Metric, ...]) -> dict[str, dict[str, Any]]:
+    """The schemas' definitions that the protocol registry owns, so no schema spells a protocol or a
+    metric: ``protocol`` (a registered name), a result's ``metrics`` and ``latent_row`` (every per-latent
+    metric; the required ones must be numbers) and an entry's ``entry_metrics`` and ``metrics_std`` (a
+    paper's entry may lack any number but those every paper reports)."""
+    unit = {"type": "number", "minimum": 0, "maximum": 1}
+    unit_or_null = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
+    per_latent = [m for m in metrics if m.per_latent]
+    required = [m.name for m in per_latent if m.required]
+
+    def values(number: Callable[[Metric], bool]) -> dict[str, Any]:
+        return {m.name: unit if number(m) else unit_or_null for m in per_latent}
+
+    return {
+        "protocol": {"enum": list(protocols)},
+        "metrics": {"type": "object", "required": required, "properties": values(lambda m: m.required)},
+        "latent_row": {"type": "object", "required": ["factor", *required],
+                       "properties": {"factor": {"type": "string"}, **values(lambda m: m.required)}},
+        "entry_metrics": {"type": "object", "additionalProperties": False, "required": required,
+                          "properties": values(lambda m: m.paper_reports)},
+        "metrics_std": {"type": "object", "additionalProperties": False,
+                        "properties": values(lambda m: False)},
+    }
 
 
 def schema_error(document: Any, package: str, name: str) -> Any:

@@ -9,18 +9,17 @@ Errors name the file and the field.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import InitVar, dataclass, field
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from ident3d import atomic
 from ident3d.errors import ResultError
 from ident3d.leaderboard.verification import Proof, keyring_folder, prove
+from ident3d.protocols import per_latent_metrics
 from ident3d.readers import read_json
-from ident3d.results import METRIC_KEYS, Result, schema_error, schema_problem, validate_result
+from ident3d.results import Result, schema_error, schema_problem, shipped_schema, validate_result
 from ident3d.tracks import tracks
 
 ENTRY_SCHEMA = "ident3d-leaderboard-entry/1"
@@ -29,7 +28,7 @@ ENTRIES_DIR = Path(__file__).resolve().parent / "entries"
 
 
 def entry_schema() -> dict[str, Any]:
-    return json.loads(files("ident3d.leaderboard.schemas").joinpath("entry-v1.json").read_text())
+    return shipped_schema("ident3d.leaderboard.schemas", "entry-v1.json")
 
 
 @dataclass(frozen=True)
@@ -105,7 +104,7 @@ def validate_entry(entry: Any, source: str, result_checked: bool = False) -> dic
         problem = fresh_problem(entry) if entry["status"] == "verified" else None
         if problem:
             raise ResultError(f"{source}: field result/fresh: {problem}")
-        for key in METRIC_KEYS:
+        for key in per_latent_metrics():
             if entry["metrics"].get(key) != entry["result"]["metrics"].get(key):
                 raise ResultError(f"{source}: field metrics/{key}: {entry['metrics'].get(key)} "
                                   f"differs from the result's {entry['result']['metrics'].get(key)}")
@@ -255,7 +254,7 @@ def entry_from_result(result: Result, entry_id: str, *, status: str = "self-repo
         "footnote": footnote,
         "dataset": scored_on,
         "protocol": result["protocol"],
-        "metrics": {k: result["metrics"].get(k) for k in METRIC_KEYS},
+        "metrics": {k: result["metrics"].get(k) for k in per_latent_metrics()},
         "checkpoint_sha256": result["model"]["sha256"] if status in RESCORED else None,
         "result": result,
     }
@@ -272,7 +271,7 @@ def _shown_numbers(result: Mapping[str, Any]) -> dict[str, float | None]:
     gaps; not its timings)."""
     out: dict[str, float | None] = {f"metrics/{k}": v for k, v in result["metrics"].items()}
     for row in result.get("per_latent", []):
-        out.update({f"per_latent/{row.get('factor')}/{k}": row[k] for k in METRIC_KEYS if k in row})
+        out.update({f"per_latent/{row.get('factor')}/{k}": row[k] for k in per_latent_metrics() if k in row})
     fresh = result.get("fresh")
     if fresh:
         shown = {k: v for k, v in fresh.items() if k not in FRESH_UNCOMPARED}

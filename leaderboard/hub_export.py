@@ -13,14 +13,12 @@ from typing import Any
 
 from ident3d.errors import ResultError
 from ident3d.leaderboard.ranking import scores, signer, status
-from ident3d.protocols import REGISTRY
+from ident3d.protocols import METRICS, REGISTRY
 from ident3d.tracks import get_track
 from ident3d.yaml_block import yaml_lines
 
 FORMATS = ("model-index", "eval-results")
 TASK = {"type": "image-feature-extraction", "name": "Latent identifiability (read-out of the factors)"}
-METRIC_NAMES = {"linear_r2": "linear R²", "nonlinear_r2": "kernel R²", "mcc_pearson": "MCC (Pearson)",
-                "mcc_spearman": "MCC (Spearman)"}
 
 
 def protocol_version(entry: dict[str, Any]) -> str | None:
@@ -55,7 +53,7 @@ def model_index(entry: dict[str, Any], hub_dataset: str | None = None) -> list[d
     dataset = {**dataset_of(entry), **({"type": hub_dataset} if hub_dataset else {})}
     metrics = []
     for key, value in _metrics(entry):
-        label = f"{METRIC_NAMES.get(key, key)}, {entry['protocol']}" + (f" {version}" if version else "")
+        label = f"{METRICS[key].title}, {entry['protocol']}" + (f" {version}" if version else "")
         metrics.append({"type": key, "value": value, "name": label, "config": entry["protocol"],
                         **({"args": {"protocol_version": version}} if version else {}),
                         **({"verified": True} if signer(entry) else {})})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ident3d.leaderboard.companions import companion_metrics, shown_columns
+from ident3d.leaderboard.companions import companion_metrics, metric_columns, shown_columns
 from ident3d.leaderboard.legend import markdown_legend
 from ident3d.leaderboard.ranking import (
     REFERENCES,
@@ -94,8 +94,9 @@ def _row(rank: int | str, entry: Row, companions: list[str]) -> str:
     ident = (", ".join(f"`{run['id']}`" for run in entry["runs"]) if "runs" in entry
              else f"`{entry['id']}`")
     cells = [str(rank), ident, _link(entry), text(entry["positives"]), text(entry["loss"]),
-             text(entry["model_space"]), percent(m["linear_r2"], s.get("linear_r2")),
-             percent(m.get("mcc_pearson"), s.get("mcc_pearson")), percent(m.get("nonlinear_r2")),
+             text(entry["model_space"]),
+             *(percent(m.get(metric.name), s.get(metric.name) if metric.rank is not None else None)
+               for metric in metric_columns()),
              *(percent(companion_metrics(entry)[key]) for key in companions),
              _status(entry)]
     return "| " + " | ".join(cells) + " |"
@@ -106,9 +107,9 @@ def table_lines(table: list[Row], start: int = 1) -> list[str]:
     follow its row, unranked."""
     shown = shown_columns(table)  # DCI, extrapolation and OOD columns where a row has them
     companions, extra = [key for key, _ in shown], [f"{label} (%)" for _, label in shown]
-    lines = ["| " + " | ".join(["#", "ID", "model", "positives", "loss", "space", "R² (%)", "MCC (%)",
-                                "kernel R² (%)", *extra, "status"]) + " |",
-             "|---:|---|---|---|---|---|---:|---:|---:|" + "---:|" * len(extra) + "---|"]
+    main = [f"{metric.label} (%)" for metric in metric_columns()]
+    lines = ["| " + " | ".join(["#", "ID", "model", "positives", "loss", "space", *main, *extra, "status"])
+             + " |", "|---:|---|---|---|---|---|" + "---:|" * (len(main) + len(extra)) + "---|"]
     for rank, row in enumerate(table, start=start):
         lines.append(_row(rank, row, companions))
         lines += [_row("↳", run, companions) for run in row.get("runs", [])]
@@ -140,6 +141,6 @@ def render_markdown(entries: list[Row]) -> str:
         parts += [f"\n## {title} · {text(protocol)}\n"]
         if about and about.id == track:
             parts += [f"{text(about.description)}\n"]
-        keys = ["linear_r2", "mcc_pearson", "nonlinear_r2", *(key for key, _ in shown_columns(table))]
+        keys = [*(metric.name for metric in metric_columns()), *(key for key, _ in shown_columns(table))]
         parts += [f"{text(markdown_legend(keys))}\n", *table_lines(table)]
     return "\n".join([*parts, *archived_lines(entries)]) + "\n"

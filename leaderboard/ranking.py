@@ -7,12 +7,13 @@ so one method cannot fill several ranks.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping
 from typing import Any
 
 from ident3d.errors import ResultError
-from ident3d.results import METRIC_KEYS
+from ident3d.protocols import METRICS, per_latent_metrics, ranking_metrics
 
 Row = Mapping[str, Any]  # an entry (``leaderboard.entries.Row``) or a seed group's row
 Table = tuple[str, str]  # (dataset, protocol)
@@ -75,19 +76,17 @@ def shown_result(row: Row) -> Mapping[str, Any]:
     return result if isinstance(result, Mapping) else {}
 
 
-LATENT_KEYS = ("linear_r2", "mcc_pearson")  # the per-latent values the board shows
-
-
 def latent_scores(row: Row) -> list[Mapping[str, Any]] | None:
-    """The per-latent values a row shows: a verified entry's from its fresh draw (the public split's
-    appear only as the gap), any other entry's from its result, a seed group's as its runs' mean."""
+    """The per-latent values a row shows (of the ranking metrics): a verified entry's from its fresh
+    draw (the public split's appear only as the gap), any other entry's from its result, a seed
+    group's as its runs' mean."""
     if "runs" in row:
         per_run = [latent_scores(run) for run in row["runs"]]
         if not per_run or None in per_run:
             return None
         return [{"factor": cells[0]["factor"],
                  **{k: None if any(c.get(k) is None for c in cells) else statistics.fmean(c[k] for c in cells)
-                    for k in LATENT_KEYS}}
+                    for k in ranking_metrics()}}
                 for cells in zip(*per_run, strict=True)]
     draw = fresh_draw(row)
     if draw is not None:
@@ -103,11 +102,18 @@ def scores(row: Row) -> Mapping[str, float | None]:
     return draw["metrics"] if draw else row["metrics"]
 
 
-def rank_key(row: Row) -> tuple[float, float, str]:
-    """Higher MCC first, then higher linear R^2; a missing MCC ranks below every number."""
+def rank_key(row: Row) -> tuple[float | str, ...]:
+    """The ranking metrics in turn (``ident3d.protocols.ranking_metrics``: MCC, then linear R²), the
+    better first, then the ID; a missing value ranks below every number."""
     m = scores(row)
-    mcc = m.get("mcc_pearson")
-    return (-(mcc if mcc is not None else -1.0), -m["linear_r2"], row["id"])
+
+    def place(name: str) -> float:
+        value = m.get(name)
+        if value is None:
+            return math.inf
+        return -value if METRICS[name].higher_is_better else value
+
+    return (*(place(name) for name in ranking_metrics()), row["id"])
 
 
 def table_of(entry: Row) -> Table:
@@ -129,7 +135,7 @@ def seed_group_row(name: str, runs: list[Row]) -> Row:
             raise ResultError(f"seed_group {name!r} joins entries that differ in {field} "
                               f"({', '.join(r['id'] for r in runs)}: {' vs '.join(differing)}). Fix: give "
                               "runs of different methods different seed_group values, or correct the field.")
-    stats = {key: _mean_and_sd([scores(r).get(key) for r in runs]) for key in METRIC_KEYS}
+    stats = {key: _mean_and_sd([scores(r).get(key) for r in runs]) for key in per_latent_metrics()}
     return {**{field: first.get(field) for field in GROUP_AGREES_ON}, "status": status(first),
             "id": f"group:{name}", "name": f"{name} (mean of {len(runs)} seeds)", "authors": first["authors"],
             "dataset": first["dataset"], "protocol": first["protocol"], "seed_group": name,

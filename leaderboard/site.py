@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from importlib.resources import files
 
-from ident3d.leaderboard.companions import COLUMNS, companion_metrics
-from ident3d.leaderboard.legend import MEANINGS
+from ident3d.leaderboard.companions import columns, companion_metrics, metric_columns
+from ident3d.leaderboard.legend import meanings
 from ident3d.leaderboard.ranking import (
-    LATENT_KEYS,
     REFERENCES,
     Row,
     archived_entries,
@@ -21,6 +20,7 @@ from ident3d.leaderboard.ranking import (
     signer,
     status,
 )
+from ident3d.protocols import per_latent_metrics, ranking_metrics
 from ident3d.results import gap_verdict
 from ident3d.tracks import tracks
 
@@ -41,7 +41,7 @@ def page_row(row: Row) -> dict:
     if "runs" in row:
         shown["runs"] = [page_row(run) for run in row["runs"]]
     latents = latent_scores(row)  # a verified row's from its fresh draw, a seed group's as its runs' mean
-    shown["per_latent"] = ([{k: p.get(k) for k in ("factor", *LATENT_KEYS)} for p in latents]
+    shown["per_latent"] = ([{k: p.get(k) for k in ("factor", *ranking_metrics())} for p in latents]
                            if latents else None)
     return shown
 
@@ -53,8 +53,11 @@ def page_data(entries: list[Row]) -> dict:
             for rank, row in enumerate(table, start=1)]
     known = {t.id: {"title": t.title, "description": t.description} for t in tracks().values()}
     archived = [{**page_row(e), "archived": e["archived"]} for e in archived_entries(entries)]
-    return {"entries": rows, "archived": archived, "legend": MEANINGS, "references": REFERENCES,
-            "companion_columns": [list(c) for c in COLUMNS],
+    return {"entries": rows, "archived": archived, "legend": meanings(), "references": REFERENCES,
+            "metrics": list(per_latent_metrics()),
+            "metric_columns": [[m.name, m.label, m.higher_is_better, m.rank is not None]
+                               for m in metric_columns()],
+            "companion_columns": [[m.name, m.label, m.higher_is_better] for m in columns()],
             "tables": [[track, protocol, len(rows)] for (track, protocol), rows in tables.items()],
             "tracks": {track: known[track] for track, _ in tables if track in known}}
 

@@ -6,8 +6,8 @@ import pytest
 
 from ident3d import metrics
 from ident3d.dci import ELASTIC_NET_ALPHA, L1_RATIO, dci, elastic_net
-from ident3d.evaluation import block_scores
 from ident3d.extrapolation import readout_extrapolation
+from ident3d.protocols import block_scores
 
 RNG = np.random.default_rng(7)
 Z = RNG.uniform(-1, 1, (3000, 10))
@@ -132,9 +132,8 @@ def test_a_read_out_without_a_finite_error_scores_zero_not_nan():
 def test_block_scores_split_content_from_style():
     per_latent = [{"factor": n, "linear_r2": 0.9 if j < 7 else 0.1, "nonlinear_r2": 0.95 if j < 7 else 0.2}
                   for j, n in enumerate(NAMES)]
-    blocks = block_scores({"pairs": {"style": ["z7", "z8", "z9"]}}, per_latent)
+    blocks = block_scores({"z7", "z8", "z9"}, per_latent)
     assert blocks == {"style_factors": ["z7", "z8", "z9"], "content_linear_r2": pytest.approx(0.9),
                       "content_kernel_r2": pytest.approx(0.95), "style_linear_r2": pytest.approx(0.1),
                       "style_kernel_r2": pytest.approx(0.2)}
-    assert block_scores({"pairs": {"conditional": "normal"}}, per_latent) is None
-    assert block_scores(None, per_latent) is None
+    assert block_scores(set(), per_latent) is None

@@ -363,7 +363,7 @@ def test_cl_ica_mean_keeps_negative_r2_as_the_original_did(data, tmp_path):
     z = np.load(data / "test/raw_latents.npy").astype(np.float64)
     h = np.concatenate([z[:, :5], np.random.default_rng(1).normal(size=(300, 40))], axis=1)
     np.save(tmp_path / "half.npy", h)
-    raw = REGISTRY["cl-ica-2021"].score(z, h).linear_r2
+    raw = REGISTRY["cl-ica-2021"].score(z, h).per_latent("linear_r2")
     assert (raw < 0).any(), "40 noise features over 150 fit points should overfit some latents"
     r = evaluate(tmp_path / "half.npy", data, protocol="cl-ica-2021", progress=False)
     assert r.metrics["linear_r2"] == pytest.approx(max(0.0, raw.mean()), abs=1e-12)
@@ -406,4 +406,5 @@ def test_the_runner_matches_a_plain_call_eagerly_and_compiled_with_a_short_last_
     assert eager.shape == compiled.shape == (70, 5)
     np.testing.assert_allclose(eager, plain.numpy(), atol=1e-6)
     np.testing.assert_allclose(compiled, plain.numpy(), atol=1e-5)
+
 

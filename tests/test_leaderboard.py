@@ -826,9 +826,9 @@ def test_block_identifiability_table_shows_the_content_style_entries():
 
 
 def test_an_archived_entry_is_listed_with_its_reason_and_ranked_nowhere(tmp_path):
-    from ident3d.leaderboard.companions import COLUMNS
+    from ident3d.leaderboard.companions import columns, metric_columns
     from ident3d.leaderboard.compare import report
-    from ident3d.leaderboard.legend import MEANINGS
+    from ident3d.leaderboard.legend import meanings
 
     for entry_id, value in (("Doe2026Kept", 0.6), ("Old2025Superseded", 0.9)):
         write_entry(entry_from_result(result_of(value, value), entry_id), tmp_path)
@@ -850,5 +850,5 @@ def test_an_archived_entry_is_listed_with_its_reason_and_ranked_nowhere(tmp_path
     with pytest.raises(ResultError):
         validate_entry(old, "Old2025Superseded.json")
     # every column the tables and the page can show has a meaning in the legend
-    shown = {key for key, *_ in COLUMNS} | {"rank", "name", "linear_r2", "mcc_pearson", "status"}
-    assert shown <= set(MEANINGS)
+    shown = {m.name for m in (*metric_columns(), *columns())} | {"rank", "name", "positives", "status"}
+    assert shown <= set(meanings())

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import sys
 from functools import cache
-from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ident3d.protocols import COMPANIONS, NAMES, PER_LATENT, REGISTRY, Scores
+from ident3d.protocols import COMPANIONS, NAMES, REGISTRY, Scores, per_latent_metrics
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "metrics.json"
 TOLERANCE = 1e-9
@@ -81,7 +80,7 @@ def compute(protocol: str) -> dict[str, dict[str, list[float] | None]]:
         inputs = scored_with_an_ood_split() if protocol == "ident3d-ood" else scored("ident3d-eval-v1")
         return {name: companion_values(protocol, s) for name, s in inputs.items()}
     return {name: {m: None if s.per_latent(m) is None else [float(v) for v in s.per_latent(m)]
-                   for m in PER_LATENT}
+                   for m in per_latent_metrics()}
             for name, s in scored(protocol).items()}
 
 
@@ -120,10 +119,11 @@ def test_the_fixtures_behave_as_named():
 
 def test_every_contract_names_the_registry_protocols():
     from ident3d.leaderboard.entries import entry_schema
+    from ident3d.results import shipped_schema
 
-    result = json.loads(files("ident3d.schemas").joinpath("result-v1.json").read_text())
-    assert result["properties"]["protocol"]["enum"] == list(NAMES)
-    assert entry_schema()["properties"]["protocol"]["enum"] == list(NAMES)
+    for schema in (shipped_schema("ident3d.schemas", "result-v1.json"), entry_schema()):
+        assert schema["properties"]["protocol"] == {"$ref": "#/$defs/protocol"}
+        assert schema["$defs"]["protocol"]["enum"] == list(NAMES)
     for protocol in REGISTRY.values():
         assert protocol.changelog[-1][0] == protocol.version and protocol.summary
 
@@ -159,7 +159,7 @@ def test_a_draw_of_the_public_score_rows_scores_as_the_public_split(protocol):
     public = scoring.score(z, h)
     fit, test = public.fit, public.test
     draw = scoring.score_draw(z[fit], h[fit], public, z[test], h[test])
-    for metric in PER_LATENT:
+    for metric in per_latent_metrics():
         if protocol == "cl-ica-2021" and metric == "mcc_pearson":
             continue  # cl-ica matches and scores MCC on its whole sample, not on the score half
         mine, theirs = public.per_latent(metric), draw.per_latent(metric)
@@ -194,3 +194,51 @@ def test_the_cl_ica_gap_compares_a_draw_with_rows_no_matching_was_chosen_on():
     assert abs(on["unseen"] - fresh(len(unseen))) < 0.005
     assert np.array_equal(REGISTRY["ident3d-eval-v1"].score(z[:600], h[:600, :10]).unseen_rows(),
                           REGISTRY["ident3d-eval-v1"].score(z[:600], h[:600, :10]).test)
+
+
+def test_a_new_metric_and_protocol_reach_the_board_from_the_registry_alone(monkeypatch, tmp_path):
+    """A contributor's new per-latent metric is one ``METRICS`` row and a new protocol one ``REGISTRY``
+    row (both in protocols.py, plus its golden values): registered here, a result scored under the new
+    protocol validates, enters the board and shows the new column and table in Markdown and page."""
+    from dataclasses import replace
+
+    from ident3d import protocols
+    from ident3d.evaluation import evaluate
+    from ident3d.fake_splits import write_fake_split
+    from ident3d.leaderboard.build import outputs
+    from ident3d.leaderboard.entries import entry_from_result, load_entries, write_entry
+    from ident3d.leaderboard.site import page_data
+
+    class Squared(protocols.ClIca2021):
+        """cl-ica-2021 and, per latent, its squared matched correlation."""
+
+        def score(self, z, h, names=None, ood=None):
+            s = super().score(z, h, names, ood)
+            return replace(s, values={**s.values, "mcc_squared": s.values["mcc_pearson"] ** 2})
+
+    monkeypatch.setitem(protocols.METRICS, "mcc_squared", protocols.Metric(
+        "mcc_squared", "MCC²", "squared MCC", "each latent's matched correlation, squared", per_latent=True))
+    monkeypatch.setitem(protocols.REGISTRY, "squared-2026", Squared(
+        name="squared-2026", version="1.0", summary="cl-ica-2021 with the squared matched correlation",
+        changelog=(("1.0", "first version"),)))
+
+    data = tmp_path / "data"
+    write_fake_split(data, "test", n=300, size=16)
+    z = np.load(data / "test/raw_latents.npy")
+    np.save(tmp_path / "features.npy", z[:, :6] + 0.5 * np.random.default_rng(0).normal(size=(300, 6)))
+    result = evaluate(tmp_path / "features.npy", data, protocol="squared-2026", progress=False)
+    rows = result.document["per_latent"]
+    assert result.document["protocol"] == "squared-2026"
+    assert [r["mcc_squared"] for r in rows] == pytest.approx([r["mcc_pearson"] ** 2 for r in rows])
+    assert 0.2 < result.metrics["mcc_squared"] < result.metrics["mcc_pearson"] < 0.7
+
+    entries = tmp_path / "entries"
+    path = write_entry(entry_from_result(result, "Doe2026Squared", authors=["J. Doe"]), entries)
+    assert path == entries / "squared-2026" / "Doe2026Squared.json"
+    board = outputs(entries, tmp_path / "BOARD.md", tmp_path / "site.html")
+    markdown = board[tmp_path / "BOARD.md"].decode()
+    assert "· squared-2026" in markdown and "| MCC² (%) |" in markdown
+    assert "squared MCC: each latent's matched correlation, squared" in markdown
+    page = page_data(load_entries(entries))
+    assert ["mcc_squared", "MCC²", True, False] in page["metric_columns"]
+    assert page["entries"][0]["metrics"]["mcc_squared"] == pytest.approx(result.metrics["mcc_squared"])

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ident3d.cli.arguments import device_name, positive_float, positive_int, split_name
 from ident3d.outputs import check_output_file
-from ident3d.protocols import REGISTRY
+from ident3d.protocols import DEFAULT, REGISTRY
 from ident3d.sandbox.limits import Limits, SandboxLimits
 
 HELP = "score an encoder (.pt2, safetensors + --arch, or .npy embeddings) on the test split"
@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", type=Path, required=True, help=".pt2, .safetensors or .npy")
     p.add_argument("--arch", help="registered architecture for .safetensors weights")
     p.add_argument("--name", help="model name in the result (default: file stem)")
-    p.add_argument("--protocol", default="ident3d-eval-v1", choices=list(REGISTRY),
+    p.add_argument("--protocol", default=DEFAULT, choices=list(REGISTRY),
                    help="evaluation protocol: " + "; ".join(f"{proto.name} {proto.version}: {proto.summary}"
                                                           for proto in REGISTRY.values()))
     p.add_argument("--split", type=split_name, default="test", help="split folder to score on")
