@@ -5,7 +5,10 @@ core installs and evaluates without torchvision (README, "Install")."""
 from __future__ import annotations
 
 import functools
+import hashlib
+import io
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +22,34 @@ from ident3d.errors import DatasetError, LatentError
 from ident3d.extras import require
 from ident3d.layout import SplitLayout, padding_width
 from ident3d.manifest import channel_stats, image_size_problem, manifest_resolution, read_manifest_and_sha256
-from ident3d.readers import open_image, read_array, read_regular
+from ident3d.readers import read_array, read_regular
 from ident3d.variants import split_variant
 
 MAX_CAPTION_BYTES = 1000  # per image: a caption is one sentence
 STATS_SAMPLE = 2000  # images used for mean/std when a published split has no manifest
+MAX_IMAGE_BYTES = 64 * 2**20  # one image file (a 224 px render is about 100 kB)
+KEEP_BYTES = 512 * 2**20  # decoded images an evaluation keeps so that no file is read twice
+
+
+@dataclass
+class ImageReads:
+    """What an evaluation read of a split's image files: the sha256 of the bytes each image was decoded
+    from (the track's identity proof hashes these instead of reading the files again) and, up to
+    ``budget`` bytes, the decoded images themselves (the sandbox's probes and the pixel fingerprint
+    take them from here). One read serves the features, the proof and the fingerprint, so all three
+    are of the same bytes."""
+
+    budget: int = KEEP_BYTES
+    digests: dict[int, str] = field(default_factory=dict)
+    images: dict[int, np.ndarray] = field(default_factory=dict)
+    kept: int = 0
+
+    def add(self, index: int, data: bytes, image: np.ndarray) -> None:
+        self.digests[index] = hashlib.sha256(data).hexdigest()
+        if self.kept + image.nbytes <= self.budget:
+            image.flags.writeable = False
+            self.images[index] = image
+            self.kept += image.nbytes
 
 
 class ThreeDIdent(Dataset):
@@ -86,6 +112,13 @@ class ThreeDIdent(Dataset):
         self.is_packed = bool(self.manifest and "packed" in self.manifest
                               and self.layout.packed.exists())
         self._packed: np.ndarray | None = None
+        self.reads: ImageReads | None = None
+
+    def remember_reads(self, budget: int = KEEP_BYTES) -> ImageReads:
+        """From now on, record every image file this dataset reads (``ImageReads``): what lets an
+        evaluation read each file once. Packed splits read ``images.npy`` and record nothing."""
+        self.reads = ImageReads(budget)
+        return self.reads
 
     def __len__(self) -> int:
         return len(self.latents)
@@ -135,7 +168,7 @@ class ThreeDIdent(Dataset):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_packed"] = None
+        state["_packed"], state["reads"] = None, None  # a worker's reads are its own
         return state
 
     def load_array(self, index: int) -> np.ndarray:
@@ -145,12 +178,18 @@ class ThreeDIdent(Dataset):
         index = int(index) % len(self)
         if self.is_packed:
             return np.asarray(self._packed_array()[index])
+        if self.reads is not None and index in self.reads.images:
+            return self.reads.images[index]
         path = self.image_path(index)
         try:
-            with open_image(path) as im:
+            data = read_regular(path, MAX_IMAGE_BYTES)
+            with Image.open(io.BytesIO(data)) as im:
                 wrong = image_size_problem(path, im.size, self.resolution)  # the header, before decoding
                 if not wrong:
-                    return np.asarray(im.convert("RGB"))
+                    image = np.asarray(im.convert("RGB"))
+                    if self.reads is not None:
+                        self.reads.add(index, data, image)
+                    return image
         except FileNotFoundError:
             raise DatasetError(f"{path} is missing. Fix: {self.layout.repair_command()}") from None
         except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as error:

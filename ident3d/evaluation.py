@@ -29,7 +29,7 @@ from ident3d.datasets import ThreeDIdent
 from ident3d.devices import resolve_device
 from ident3d.errors import DatasetError, SubmissionError
 from ident3d.inference import Runner
-from ident3d.ood import track_ood_splits
+from ident3d.ood import confirm_ood_split, track_ood_splits
 from ident3d.protocols import DEFAULT, NAMES, SPLIT_SEED, ClassFactor, Scores, ScoringProtocol, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel, ScoringProbe
@@ -41,7 +41,7 @@ from ident3d.submissions import (
     load_submission,
     module_submission,
 )
-from ident3d.tracks import Track, get_track, identify
+from ident3d.tracks import Track, get_track, identify, latent_matches
 
 log = logging.getLogger(__name__)
 
@@ -230,22 +230,31 @@ def evaluate_protocols(submission: str | Path | Submission | torch.nn.Module, da
     else:
         sub = load_submission(Path(submission), arch, device=str(dev), batch_size=batch_size, limits=limits)
     try:
-        track = identify(dataset.layout, dataset.latents, dataset.manifest)
+        where = str(dataset.layout.folder)
+        if fresh is not None:  # before encoding: a split whose latents are no track's has no draw
+            fresh_module.check_drawable(next(iter(latent_matches(dataset.layout, dataset.latents)), None),
+                                        where)
+            if sub.kind == "embeddings":
+                raise SubmissionError(f"{sub.path}: embeddings cannot be scored on a fresh draw (they are "
+                                      "features of the public split only). Fix: submit the model, or drop "
+                                      "--fresh.")
+        # Each image file is read once: the encoding records its bytes' sha256 (and keeps the images
+        # it can), and the identity proof and the fingerprint take them from that record.
+        dataset.remember_reads()
+        h = features(sub, dataset, dev, batch_size, progress)
+        track = identify(dataset.layout, dataset.latents, dataset.manifest, seen=dataset.reads)
         drawn = fresh_module.check_drawable(None if track.startswith("custom:") else get_track(track),
-                                            str(dataset.layout.folder)) if fresh is not None else None
-        if drawn is not None and sub.kind == "embeddings":
-            raise SubmissionError(f"{sub.path}: embeddings cannot be scored on a fresh draw (they are "
-                                  "features of the public split only). Fix: submit the model, or drop "
-                                  "--fresh.")
+                                            where) if fresh is not None else None
         ood_sets = (track_ood_splits(Path(data_root), track)
                     if any(s.reads_ood_splits for s in scorings) else {})
         if ood_sets and sub.kind == "embeddings":
             log.warning("an embeddings file holds features of %s only: the OOD splits (%s) are not scored; "
                         "submit the model to score them", split, ", ".join(ood_sets))
             ood_sets = {}
-        h = features(sub, dataset, dev, batch_size, progress)
-        h_ood = {name: features(sub, split_set, dev, batch_size, progress)
-                 for name, split_set in ood_sets.items()}
+        h_ood = {}
+        for ood_name, split_set in ood_sets.items():
+            h_ood[ood_name] = features(sub, split_set, dev, batch_size, progress)
+            confirm_ood_split(split_set, track, Path(data_root))
         public = {s.name: score_features(str(sub.path), dataset, h, *(
             (ood_sets, h_ood) if s.reads_ood_splits else ({}, {})), s, progress) for s in scorings}
         draws: dict[str, dict[str, Any]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -88,21 +89,14 @@ def image_size_problem(path: Path, size: tuple[int, int], resolution: int | None
     return None
 
 
-def channel_stats(paths: list[Path]) -> tuple[list[float], list[float]]:
-    """Per-channel mean and std of RGB images in [0, 1] units, over every pixel of every image."""
+def channel_stats(images: Iterable[Path | np.ndarray]) -> tuple[list[float], list[float]]:
+    """Per-channel mean and std of RGB images in [0, 1] units, over every pixel of every image; each
+    image a file (decoded here) or an image already decoded, uint8 (H, W, 3)."""
     total = np.zeros(3)
     total_sq = np.zeros(3)
     count = 0
-    for path in paths:
-        try:
-            with open_image(path) as im:
-                wrong = image_size_problem(path, im.size, None)  # the header, before decoding
-                if wrong:
-                    raise DatasetError(f"{wrong}. Fix: re-render or re-download it.")
-                pixels = np.asarray(im.convert("RGB"), dtype=np.float64).reshape(-1, 3) / 255.0
-        except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as error:
-            raise DatasetError(f"{path} cannot be decoded ({error}). Fix: re-render or re-download "
-                               "it (`ident3d verify --data ROOT --repair` for a rendered split).") from None
+    for image in images:
+        pixels = (image if isinstance(image, np.ndarray) else _decoded(image)).reshape(-1, 3) / 255.0
         total += pixels.sum(0)
         total_sq += (pixels**2).sum(0)
         count += len(pixels)
@@ -111,3 +105,15 @@ def channel_stats(paths: list[Path]) -> tuple[list[float], list[float]]:
     mean = total / count
     std = np.sqrt(np.maximum(total_sq / count - mean**2, 0.0))
     return [round(float(v), 6) for v in mean], [round(float(v), 6) for v in std]
+
+
+def _decoded(path: Path) -> np.ndarray:
+    try:
+        with open_image(path) as im:
+            wrong = image_size_problem(path, im.size, None)  # the header, before decoding
+            if wrong:
+                raise DatasetError(f"{wrong}. Fix: re-render or re-download it.")
+            return np.asarray(im.convert("RGB"))
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as error:
+        raise DatasetError(f"{path} cannot be decoded ({error}). Fix: re-render or re-download "
+                           "it (`ident3d verify --data ROOT --repair` for a rendered split).") from None

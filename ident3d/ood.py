@@ -51,11 +51,12 @@ def ood_scores(readouts: Readouts, z_score: np.ndarray, h_score: np.ndarray, nam
 
 def track_ood_splits(data_root: Path, track_id: str) -> dict[str, Any]:
     """The OOD test splits of the track ``track_id`` found under ``data_root`` (``ThreeDIdent`` by
-    name); each must verify as the track's split of that name, or this raises naming it. A split
-    not rendered yet is left out with a warning; a track without OOD splits gives none."""
+    name), each recording what it reads (``remember_reads``). Each must have the track's latents for
+    that name, or this raises naming it; ``confirm_ood_split`` proves the pixels once the split has
+    been encoded, from what the encoding read. A split not rendered yet is left out with a warning;
+    a track without OOD splits gives none."""
     from ident3d.datasets import ThreeDIdent
-    from ident3d.errors import DatasetError
-    from ident3d.tracks import TrackError, get_track, identify
+    from ident3d.tracks import TrackError, get_track, latent_matches
 
     try:
         track = get_track(track_id)
@@ -70,10 +71,27 @@ def track_ood_splits(data_root: Path, track_id: str) -> dict[str, Any]:
                         "--split %s`) to score it", track.id, name, data_root, track.name, name)
             continue
         split = ThreeDIdent(data_root, name)
-        if identify(split.layout, split.latents, split.manifest) != track.id:
-            raise DatasetError(f"{split.layout.folder}: not {track.id}'s split {name} (latents or pixels "
-                               f"differ; `ident3d verify --data {data_root} --track {track.name} --split "
-                               f"{name}` says what). Fix: render it with `ident3d render --track "
-                               f"{track.name} --split {name}`.")
+        if track not in latent_matches(split.layout, split.latents):
+            raise _not_the_split(split, track, data_root)
+        split.remember_reads()
         found[name] = split
     return found
+
+
+def confirm_ood_split(split: Any, track_id: str, data_root: Path) -> None:
+    """Raise unless the encoded OOD split ``split`` (from ``track_ood_splits``) verifies as the track's
+    split of its name, from the image files its encoding read."""
+    from ident3d.tracks import get_track, identify
+
+    track = get_track(track_id)
+    if identify(split.layout, split.latents, split.manifest, seen=split.reads) != track.id:
+        raise _not_the_split(split, track, data_root)
+
+
+def _not_the_split(split: Any, track: Any, data_root: Path) -> Exception:
+    from ident3d.errors import DatasetError
+
+    return DatasetError(f"{split.layout.folder}: not {track.id}'s split {split.split} (latents or pixels "
+                        f"differ; `ident3d verify --data {data_root} --track {track.name} --split "
+                        f"{split.split}` says what). Fix: render it with `ident3d render --track "
+                        f"{track.name} --split {split.split}`.")

@@ -408,3 +408,45 @@ def test_the_runner_matches_a_plain_call_eagerly_and_compiled_with_a_short_last_
     np.testing.assert_allclose(compiled, plain.numpy(), atol=1e-5)
 
 
+
+def test_an_evaluation_of_a_track_opens_each_image_file_once(tmp_path, monkeypatch):
+    """The encoding's reads serve the identity proof (each file's sha256) and the pixel fingerprint
+    (the images it kept), and the sandbox's reproducibility check and probes re-encode kept images:
+    no image file is opened twice. The split is made a track here, its re-render check recorded in
+    this machine's cache as a past check leaves it."""
+    import collections
+    import dataclasses
+    import os
+
+    from ident3d import tracks
+    from ident3d.atomic import sha256_array
+    from ident3d.tracks.identity import verified_cache
+
+    root = tmp_path / "data"
+    write_fake_split(root, "test", n=40, size=16, seed=3)
+    split = ThreeDIdent(root, "test")
+    mean, std = tracks.fingerprint(split.layout, 8, split.padding)
+    spec = tracks.SplitSpec(n=40, seed=3, latents_sha256=sha256_array(split.latents))
+    track = dataclasses.replace(tracks.get_track("3dident-v2-64"), name="fake", resolution=16, render={},
+                                splits={"test": spec}, recheck={"images": 4, "tolerance": 2.0},
+                                fingerprint={"images": 8, "mean": mean, "std": std, "tolerance": 0.002})
+    known = {**tracks.tracks(), "fake": track}
+    monkeypatch.setattr(tracks.registry, "tracks", lambda: known)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    proof = verified_cache(track, split.layout, 40)  # from reading every file: the reads must agree
+    proof.parent.mkdir(parents=True)
+    proof.write_text("fake@1 test: a random sample re-rendered\n")
+    model = export(tmp_path, ColourEncoder())
+
+    opened: collections.Counter[str] = collections.Counter()
+    os_open = os.open
+
+    def counting_open(path, *args, **kwargs):
+        opened[os.fspath(path)] += 1
+        return os_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    result = evaluate(model, root, batch_size=8, progress=False)  # 5 batches: every probe is due
+    assert result.document["dataset"]["track"] == "fake@1"
+    images = [os.fspath(split.image_path(i)) for i in range(40)]
+    assert [opened[path] for path in images] == [1] * 40

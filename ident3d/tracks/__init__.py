@@ -17,12 +17,14 @@ from ident3d.tracks.identity import (
            differences,
            fingerprint,
            identify,
+           latent_matches,
            spec_sha256,
 )
 from ident3d.tracks.registry import PUBLISHED, SplitSpec, Track, TrackError, get_track, tracks
 from ident3d.tracks.table import markdown_block, summary_rows
 
 __all__ = ["PUBLISHED", "SplitSpec", "Track", "TrackError", "content_sha256",
-           "custom_key", "differences", "fingerprint", "get_track", "identify", "markdown_block",
+           "custom_key", "differences", "fingerprint", "get_track", "identify", "latent_matches",
+           "markdown_block",
            "spec_sha256",
            "summary_rows", "tracks"]

@@ -12,7 +12,7 @@ import os
 import tempfile
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
@@ -28,6 +28,9 @@ from ident3d.tracks.registry import SplitSpec, Track
 from ident3d.variants import Variant, get_variant, split_variant
 
 RENDERERS = "ident3d.renderers"  # entry point group: render/ offers the Blender re-render
+if TYPE_CHECKING:
+    from ident3d.datasets import ImageReads
+
 QUICK_RECHECK_IMAGES = 4  # images `verify --quick` re-renders (the full check: the track's recheck.images)
 
 
@@ -41,21 +44,27 @@ def custom_key(latents: np.ndarray, manifest: dict[str, Any] | None) -> str:
     return f"custom:{digest[:12]}"
 
 
-def fingerprint(layout: SplitLayout, images: int, padding: int) -> tuple[list[float], list[float]]:
-    """Per-channel mean and std of the first ``images`` images of a split."""
-    paths = [layout.image(i, padding) for i in range(images)]
+def fingerprint(layout: SplitLayout, images: int, padding: int, seen: ImageReads | None = None
+                ) -> tuple[list[float], list[float]]:
+    """Per-channel mean and std of the first ``images`` images of a split (those ``seen`` kept are
+    not read again)."""
+    kept = seen.images if seen is not None else {}
+    paths = [layout.image(i, padding) for i in range(images) if i not in kept]
     missing = [p for p in paths if not p.exists()]
     if missing:
         raise DatasetError(f"{missing[0]}: missing, so the pixel fingerprint cannot be computed. "
                            f"Fix: {layout.repair_command()}")
-    return channel_stats(paths)
+    return channel_stats(kept[i] if i in kept else layout.image(i, padding) for i in range(images))
 
 
 def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full: bool = False,
-                read: tuple[np.ndarray, dict[str, Any] | None] | None = None) -> list[str]:
+                read: tuple[np.ndarray, dict[str, Any] | None] | None = None,
+                seen: ImageReads | None = None) -> list[str]:
     """Everything that keeps ``layout`` from being ``track``'s split of that name; [] = verified.
     ``read`` is the split's raw latents and manifest when the caller has read them (``identify``);
-    otherwise they are read here.
+    otherwise they are read here. ``seen``: what the caller's encoding read of the image files (their
+    bytes' sha256 and the images it kept), which the fingerprint and the content hash use instead of
+    reading a file again.
 
     The track's sample (``recheck.images``, sized so that a split with 1% of its images altered
     fails with probability at least 99.9%) is re-rendered once per content: a split whose every
@@ -100,14 +109,14 @@ def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full:
     if not isinstance(padding, int) or isinstance(padding, bool) or padding != padding_width(spec.n):
         return [f"{layout.manifest}: padding {padding!r}, the track's images are named with "
                 f"{padding_width(spec.n)} digits"]
-    found = _fingerprint_differences(track, layout, padding)
+    found = _fingerprint_differences(track, layout, padding, seen)
     if found:
         return found
     if quick:
         return (_rerender_differences(track, layout, latents, padding, QUICK_RECHECK_IMAGES)
                 or _packed_differences(layout, manifest, padding, spec.n))
     try:
-        proof = verified_cache(track, layout, spec.n)
+        proof = verified_cache(track, layout, spec.n, seen)
     except OSError as error:
         return [f"content: {getattr(error, 'filename', None) or layout.folder}: {error.strerror or error}"]
     if proof.exists() and not full:
@@ -121,12 +130,13 @@ def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full:
     return found
 
 
-def verified_cache(track: Track, layout: SplitLayout, n: int) -> Path:
+def verified_cache(track: Track, layout: SplitLayout, n: int, seen: ImageReads | None = None) -> Path:
     """Where this machine records that a split with exactly this content (every file's bytes, the
     manifest's too) passed the track's re-render check: the user's cache folder, never the split,
     so nobody who hands over a split can write the proof into it."""
     read = (layout.packed,) if _reads_packed(layout) else ()  # the pixels the loaders read, when packed
-    digest = content_sha256(layout, n, extra=(layout.manifest, *read))
+    digest = content_sha256(layout, n, extra=(layout.manifest, *read),
+                            known=seen.digests if seen is not None else None)
     home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return home / "ident3d" / "verified-splits" / f"{track.id}-{layout.split}-{digest}"
 
@@ -168,12 +178,13 @@ def spec_sha256(variant: Variant) -> str:
     return hashlib.sha256(json.dumps(variant.to_dict(), sort_keys=True).encode()).hexdigest()
 
 
-def _fingerprint_differences(track: Track, layout: SplitLayout, padding: int) -> list[str]:
+def _fingerprint_differences(track: Track, layout: SplitLayout, padding: int, seen: ImageReads | None
+                             ) -> list[str]:
     print_ = track.fingerprint
     if not print_.get("mean"):
         return []
     try:
-        mean, std = fingerprint(layout, print_["images"], padding)
+        mean, std = fingerprint(layout, print_["images"], padding, seen)
     except DatasetError as error:
         return [str(error)]
     worst = float(np.max(np.abs(np.r_[mean, std] - np.r_[print_["mean"], print_["std"]])))
@@ -222,15 +233,19 @@ def _rerender_differences(track: Track, layout: SplitLayout, latents: np.ndarray
     return []
 
 
-def content_sha256(layout: SplitLayout, n: int, extra: tuple[Path, ...] = ()) -> str:
+def content_sha256(layout: SplitLayout, n: int, extra: tuple[Path, ...] = (),
+                   known: dict[int, str] | None = None) -> str:
     """One hash over a split's latents and every image file, in index order (names and bytes), and
-    over the ``extra`` files after them."""
+    over the ``extra`` files after them. ``known``: image index -> the sha256 of its bytes, as read
+    already (``ImageReads``); those files are not read again."""
+    known = known or {}
     h = hashlib.sha256()
-    paths = [layout.raw_latents, layout.latents, *(layout.image(i, padding_width(n)) for i in range(n)),
-             *extra]
-    for path in paths:
-        with open_regular(path) as f:
-            digest = hashlib.file_digest(f, "sha256").hexdigest()
+    images = [(layout.image(i, padding_width(n)), known.get(i)) for i in range(n)]
+    for path, digest in [(layout.raw_latents, None), (layout.latents, None), *images,
+                         *((path, None) for path in extra)]:
+        if digest is None:
+            with open_regular(path) as f:
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
         h.update(f"{path.relative_to(layout.folder)}\t{digest}\n".encode())
     return h.hexdigest()
 
@@ -253,9 +268,11 @@ def _published_differences(spec: SplitSpec, layout: SplitLayout) -> list[str]:
     return []
 
 
-def identify(layout: SplitLayout, latents: np.ndarray, manifest: dict[str, Any] | None) -> str:
-    """The id of the track this split verifiably is, else its custom key. ``latents`` and
-    ``manifest`` are what the caller read of the split (``ThreeDIdent``): they are not read again."""
+def latent_matches(layout: SplitLayout, latents: np.ndarray) -> list[Track]:
+    """The tracks this split could be, from its latents alone (no image is read): a rendered track's
+    split of this name with exactly these latents, or a published split of this size that can be
+    proven. ``identify`` proves which, if any."""
+    found = []
     for track in registry.tracks().values():
         spec = track.splits.get(layout.split)
         if spec is None or spec.n != len(latents):
@@ -264,6 +281,16 @@ def identify(layout: SplitLayout, latents: np.ndarray, manifest: dict[str, Any] 
             continue
         if track.source == "download" and spec.content_sha256 is None:
             continue  # nothing to prove it against (see _published_differences)
-        if not differences(track, layout, read=(latents, manifest)):
+        found.append(track)
+    return found
+
+
+def identify(layout: SplitLayout, latents: np.ndarray, manifest: dict[str, Any] | None,
+             seen: ImageReads | None = None) -> str:
+    """The id of the track this split verifiably is, else its custom key. ``latents`` and
+    ``manifest`` are what the caller read of the split (``ThreeDIdent``), ``seen`` what it read of the
+    image files (``ThreeDIdent.remember_reads``): none of it is read again."""
+    for track in latent_matches(layout, latents):
+        if not differences(track, layout, read=(latents, manifest), seen=seen):
             return track.id
     return custom_key(latents, manifest)
