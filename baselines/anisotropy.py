@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from scipy.stats import spearmanr
 
-from ident3d.baselines.config import load_preset
+from ident3d.baselines import presets
 from ident3d.baselines.experiment import load_experiment
 from ident3d.baselines.learning_curves import CURVES
 from ident3d.baselines.relations import EXPERIMENT, MIN_SEEDS, Arm, arm_of, difference_text
@@ -176,7 +176,7 @@ def precision_lines(arms: dict[str, Seeds], scale: list[float]) -> list[str]:
 
 def section(entries: list[dict]) -> str:
     arms = arm_seeds(entries)
-    scale = list(load_preset(ANINFONCE).scale)
+    scale = list(presets.read(ANINFONCE)["scale"])  # the preset's file: no model code imported
     return "\n".join([
         f"The three arms on the same {DATA} pairs ({PROTOCOL}, mean ± sample sd over seeds):", "",
         *arms_lines(arms), "",

@@ -30,7 +30,7 @@ import shutil
 import sys
 import tomllib
 from dataclasses import asdict, dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -106,10 +106,21 @@ def safe_name(name: str) -> bool:
 
 
 def load_experiment(path: Path) -> Experiment:
-    """Parse and check an experiment file; every problem names the key and the fix."""
+    """Parse and check an experiment file; every problem names the key and the fix. A process parses
+    each file content once (the reports read one experiment from several producers)."""
     try:
-        document = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as error:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ExperimentError(f"{path}: not a readable TOML file ({error}). Fix: see "
+                              "baselines/cpu_track.toml.") from None
+    return _parsed(Path(path), text)
+
+
+@lru_cache(maxsize=16)
+def _parsed(path: Path, text: str) -> Experiment:
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
         raise ExperimentError(f"{path}: not a readable TOML file ({error}). Fix: see "
                               "baselines/cpu_track.toml.") from None
     data, budgets = document.get("data", {}), document.get("budgets", {})

@@ -17,8 +17,6 @@ from torch import nn
 from ident3d.errors import SubmissionError, TrainingError
 from ident3d.extras import require
 
-torchvision = require("torchvision")  # the baselines extra: the core evaluates without it
-
 ARCH = "resnet18-contrastive"
 HIDDEN = 100  # ResNet18's output width in the original
 
@@ -106,7 +104,8 @@ class Encoder(nn.Module):
         self.latent_dim, self.space_name, self.stem = latent_dim, space, stem
         self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1))
         self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1))
-        self.backbone = torchvision.models.resnet18(weights=None, num_classes=HIDDEN)
+        # the baselines extra, imported where the backbone is built: reading configs and results needs none
+        self.backbone = require("torchvision.models").resnet18(weights=None, num_classes=HIDDEN)
         if stem == "small":
             self.backbone.conv1 = nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=1, bias=False)
             self.backbone.maxpool = nn.Identity()

@@ -115,7 +115,8 @@ def check_training(device: torch.device, sizes: Sizes, scratch: Path) -> tuple[d
 
 def check_synthetic(device: torch.device, sizes: Sizes, scratch: Path) -> dict[str, Any]:
     """T2.1 at the paper's batch: a probe's steps per second, then a run of about the asked seconds."""
-    from ident3d.baselines.synthetic.run import Budget, run
+    from ident3d.baselines.synthetic.budget import Budget
+    from ident3d.baselines.synthetic.run import run
     from ident3d.baselines.synthetic.table import get_row
 
     row, probe = get_row("T2.1"), sizes.synthetic_probe_steps

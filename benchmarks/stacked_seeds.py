@@ -16,7 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ident3d.baselines.synthetic.run import Budget, run_seeds
+from ident3d.baselines.synthetic.budget import Budget
+from ident3d.baselines.synthetic.run import run_seeds
 from ident3d.baselines.synthetic.table import get_row
 
 SHORT, LONG = 10, 110  # steps: the difference is LONG - SHORT steps of training alone

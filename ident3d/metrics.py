@@ -333,3 +333,10 @@ def class_accuracy(c_fit: np.ndarray, h_fit: np.ndarray, c_score: np.ndarray, h_
                  options={"maxiter": 500}).x.reshape(shape)
     predicted = (design(np.asarray(h_score, np.float64)) @ w).argmax(1)
     return float((predicted == np.asarray(c_score).astype(int)).mean())
+
+
+def clipped_mean(r2_per_latent: np.ndarray | list[float]) -> float:
+    """The mean over latents of held-out R² clipped at 0 per latent, as the evaluator's protocols
+    clip it: a held-out fit can score far below 0 on one latent (-526.6 on one of T1.7's), where the
+    original's in-sample fit cannot go below 0, and one such latent would swamp the mean."""
+    return float(np.mean(np.maximum(np.asarray(r2_per_latent, dtype=np.float64), 0.0)))

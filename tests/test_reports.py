@@ -4,6 +4,8 @@ and the one command that checks them names the block whose number was edited by 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,16 @@ def test_a_figures_folder_keeps_exactly_the_figures_made(tmp_path):
     reports.write(figures, sources)
     assert sorted(p.name for p in folder.iterdir()) == ["a.png", "a.svg", "notes.md"]
     assert png_source(folder / "a.png") == chart.digest() and reports.stale(figures, sources) == []
+
+
+def test_the_reports_regenerate_without_torchvision_and_parse_each_experiment_once():
+    """Regenerating the docs reads committed data: no model code (torchvision) is imported, and the
+    experiment file several producers read is parsed once."""
+    code = ("import sys\n"
+            "from ident3d.baselines import experiment, reports\n"
+            "code = reports.main(['--check'])\n"
+            "print(code, 'torchvision' in sys.modules, experiment._parsed.cache_info().misses)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    code, torchvision, parses = out.stdout.splitlines()[-1].split()
+    assert (code, torchvision) == ("0", "False"), out.stderr
+    assert int(parses) == 1  # baselines/cpu_track.toml, read by five producers

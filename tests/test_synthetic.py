@@ -14,6 +14,7 @@ from torch.nn import functional as F
 
 from ident3d.baselines.losses import AnInfoNCE, LpInfoNCE, VonMisesFisherInfoNCE
 from ident3d.baselines.synthetic import run as synthetic_run
+from ident3d.baselines.synthetic.budget import Budget
 from ident3d.baselines.synthetic.processes import (
     BOX,
     MIXING_SLOPE,
@@ -205,7 +206,7 @@ def test_the_sphere_normal_marginal_is_a_projected_normal_around_the_first_axis(
 @pytest.mark.slow
 def test_identity_row_is_the_least_squares_read_out_of_g(tmp_path):
     row = get_row("T1.5")
-    path = synthetic_run.run(row, 3, synthetic_run.Budget(), tmp_path, column="identity")
+    path = synthetic_run.run(row, 3, Budget(), tmp_path, column="identity")
     assert path.name == "T1.5-identity-seed3.json"
     result = json.loads(path.read_text())
     z_fit, z_score = synthetic_run.held_out(row, 3)
@@ -224,7 +225,7 @@ def test_identity_row_is_the_least_squares_read_out_of_g(tmp_path):
 def test_supervised_row_reads_the_latents_better_than_the_observations_do(tmp_path):
     """Supervision (MSE on z) can learn g's inverse, whose R² is 100; within 300 steps it must already
     pass the identity read-out of the same seed, the best a linear map of g(z) can do."""
-    budget = synthetic_run.Budget(steps=300, batch_size=128, lr=1e-3, eval_every=100)
+    budget = Budget(steps=300, batch_size=128, lr=1e-3, eval_every=100)
     row = get_row("T1.1")
     supervised = json.loads(synthetic_run.run(row, 0, budget, tmp_path, column="supervised").read_text())
     identity = json.loads(synthetic_run.run(row, 0, budget, tmp_path, column="identity").read_text())
@@ -236,7 +237,7 @@ def test_supervised_row_reads_the_latents_better_than_the_observations_do(tmp_pa
 @pytest.mark.slow
 @pytest.mark.parametrize("seeds", [[0], [0, 1]], ids=["one seed", "stacked seeds"])
 def test_a_row_resumes_to_the_result_of_an_unbroken_run(tmp_path, monkeypatch, seeds):
-    budget = synthetic_run.Budget(steps=12, batch_size=32, eval_every=4)
+    budget = Budget(steps=12, batch_size=32, eval_every=4)
     row = get_row("A.1")
     unbroken = [json.loads(p.read_text())
                 for p in synthetic_run.run_seeds(row, seeds, budget, tmp_path / "a")]
@@ -270,7 +271,7 @@ def test_stacked_seeds_equal_their_single_seed_runs(tmp_path, row_id, column):
     """Seeds trained as one stacked model start from their own runs' initialisation and see their
     pairs: their curves match the single-seed runs to float32 rounding, and each result says it was
     stacked, and with which seeds."""
-    budget = synthetic_run.Budget(steps=12, batch_size=32, eval_every=4)
+    budget = Budget(steps=12, batch_size=32, eval_every=4)
     row = get_row(row_id)
     stacked = synthetic_run.run_seeds(row, [2, 0], budget, tmp_path / "stacked", progress=False,
                                       column=column)
@@ -340,7 +341,7 @@ def test_the_report_sets_a_run_beside_the_authors_log_at_the_same_step():
 
     from ident3d.baselines.synthetic.report import against_the_log
 
-    budget = {**asdict(synthetic_run.Budget()), "steps": 10000}
+    budget = {**asdict(Budget()), "steps": 10000}
     run = {"row": "A.1", "column": "unsupervised", "budget": budget,
            "curve": [{"step": 5000, "r2": 90.0, "mcc": 60.0}, {"step": 10000, "r2": 97.0, "mcc": 80.0}]}
     lines = against_the_log([run, {**run, "curve": [{"step": 10000, "r2": 96.0, "mcc": 78.0}]}])
@@ -354,7 +355,7 @@ def test_a_deviation_row_is_set_beside_its_reference_at_the_same_budget_only():
 
     from ident3d.baselines.synthetic.report import beside
 
-    budget = asdict(synthetic_run.Budget(steps=100))
+    budget = asdict(Budget(steps=100))
     curve = [{"step": 100, "r2": 0.0, "mcc": 0.0}]
 
     def runs(row, values, **extra):
@@ -422,7 +423,7 @@ def test_report_draws_lambda_trajectories_beside_itself(tmp_path):
     from xml.etree import ElementTree
 
     out = tmp_path / "results"
-    budget = synthetic_run.Budget(steps=8, batch_size=32, eval_every=4)
+    budget = Budget(steps=8, batch_size=32, eval_every=4)
     for row in ("A.1", "A.2"):
         synthetic_run.run(get_row(row), 0, budget, out)
     report = tmp_path / "docs" / "report.md"
@@ -492,7 +493,7 @@ def test_rows_that_differ_only_in_positives_and_loss_share_their_supervised_runs
     from ident3d.baselines.synthetic.report import readme_block, supervised_twins
 
     assert supervised_twins() == [("T1.5", "T2.6")]
-    tiny = synthetic_run.Budget(steps=4, batch_size=16, eval_every=2)
+    tiny = Budget(steps=4, batch_size=16, eval_every=2)
     first, second = (json.loads(synthetic_run.run(get_row(row), 0, tiny, tmp_path, progress=False,
                                                   column="supervised", device="cpu").read_text())
                      for row in ("T1.5", "T2.6"))
@@ -505,7 +506,7 @@ def test_held_out_r2_is_clipped_per_latent_in_results_and_reports(tmp_path):
     from pathlib import Path
 
     from ident3d.baselines.synthetic.report import load_results
-    from ident3d.baselines.synthetic.run import clipped_mean
+    from ident3d.metrics import clipped_mean
 
     assert clipped_mean([0.9, -5.0, 0.5]) == pytest.approx(1.4 / 3)
     committed = Path(__file__).resolve().parents[1] / "baselines/synthetic/results"

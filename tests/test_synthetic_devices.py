@@ -11,8 +11,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ident3d.baselines.synthetic import device_sampling
 from ident3d.baselines.synthetic import run as run_module
+from ident3d.baselines.synthetic.budget import Budget
 from ident3d.baselines.synthetic.processes import BOX
-from ident3d.baselines.synthetic.run import Budget, run
+from ident3d.baselines.synthetic.run import run
 from ident3d.baselines.synthetic.table import get_row, rows
 from ident3d.errors import TrainingError
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ident3d.baselines.charts import PALETTE, Chart, ticks
-from ident3d.baselines.synthetic.run import Budget
+from ident3d.baselines.synthetic.budget import Budget
 
 
 def figure_name(result: dict[str, Any]) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ident3d import metrics
+from ident3d.baselines.synthetic.budget import Budget
 from ident3d.baselines.synthetic.figures import figure_name, has_trajectory, lambda_svg
-from ident3d.baselines.synthetic.run import Budget, clipped_mean
 from ident3d.baselines.synthetic.table import COLUMNS, Row, rows
 from ident3d.baselines.verdicts import MIN_SEEDS, reproduction, t_interval, undecided
 from ident3d.errors import TrainingError
@@ -78,7 +78,7 @@ def load_results(folder: Path) -> list[dict[str, Any]]:
                                 f"not the row's: {', '.join(wrong)}). Fix: {fix}.")
         per_latent = document.get("r2_per_latent")
         if _numbers(per_latent) and per_latent and min(per_latent) < 0:  # written before R² was clipped
-            document = {**document, "r2": 100 * clipped_mean(np.asarray(per_latent) / 100)}
+            document = {**document, "r2": 100 * metrics.clipped_mean(np.asarray(per_latent) / 100)}
         results.append(document)
     return results
 

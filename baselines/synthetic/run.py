@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +26,11 @@ from torch.nn import functional as F
 
 from ident3d import __version__, atomic, metrics
 from ident3d.baselines.checkpoints import load_checkpoint, readable_checkpoint, save_checkpoint
-from ident3d.baselines.losses import PRECISION_MAPS, AnInfoNCE, build_loss
+from ident3d.baselines.losses import AnInfoNCE, build_loss
 from ident3d.baselines.models import MLPEncoder
 from ident3d.baselines.seed_stack import seed_models
 from ident3d.baselines.synthetic import device_sampling
+from ident3d.baselines.synthetic.budget import Budget
 from ident3d.baselines.synthetic.processes import invertible_mlp
 from ident3d.baselines.synthetic.table import COLUMNS, Row, get_row
 from ident3d.devices import device_description, resolve_device
@@ -42,69 +43,6 @@ EVAL_POINTS = 4096
 EVAL_STREAM = 2**32 - 1  # second key of the held-out sample's random stream (steps use 0, 1, ...)
 PERMUTATIONS = 10_000
 SAMPLERS = ("numpy", "torch")  # numpy on the CPU (processes.py), torch on the device (device_sampling.py)
-# fp32: float32 throughout (TF32 off); tf32: CUDA matmuls round their inputs to TF32's 10-bit mantissa;
-# bf16: the encoder and the loss under bfloat16 autocast (matmuls in bfloat16, reductions in float32)
-PRECISIONS = ("fp32", "tf32", "bf16")
-ADDED_LATER = {"precision"}  # budget fields a result written before them lacks (their default applies)
-
-
-@dataclass(frozen=True)
-class Budget:
-    steps: int = 10_000
-    batch_size: int = 256
-    lr: float = 1e-4  # main_mlp.py --lr
-    loss_lr: float = 1e-3  # Lambda's (AnInfoNCE code: --lr-lambda 1e-3)
-    precision_map: str = "exp"
-    eval_every: int = 500
-    precision: str = "fp32"  # of the encoder's forward and the loss: PRECISIONS (docs/synthetic.md)
-
-    @classmethod
-    def parse(cls, values: object, where: str, complete: bool = False) -> Budget:
-        """A budget from a plan's table (any subset of the fields) or a result file (all of them)."""
-        names = [f.name for f in fields(cls)]
-        if (not isinstance(values, dict) or set(values) - set(names)
-                or (complete and set(names) - set(values) - ADDED_LATER)):
-            raise TrainingError(f"{where}: budget must be a table of {', '.join(names)}")
-        for key, value in values.items():
-            kind = type(getattr(cls, key))
-            allowed = (int, float) if kind is float else (kind,)
-            if isinstance(value, bool) or not isinstance(value, allowed) or (kind is not str and value <= 0):
-                raise TrainingError(f"{where}: budget {key} = {value!r}; expected a positive {kind.__name__}")
-        if values.get("precision_map", cls.precision_map) not in PRECISION_MAPS:
-            raise TrainingError(f"{where}: budget precision_map = {values['precision_map']!r}; expected "
-                                f"one of {', '.join(PRECISION_MAPS)}")
-        if values.get("precision", cls.precision) not in PRECISIONS:
-            raise TrainingError(f"{where}: budget precision = {values['precision']!r}; expected one of "
-                                f"{', '.join(PRECISIONS)}")
-        return cls(**values)
-
-    def record(self) -> dict[str, Any]:
-        """The budget as a result file holds it: a field added later is left out at its default, so a
-        result says what results before it said for the same run."""
-        return {k: v for k, v in asdict(self).items() if k not in ADDED_LATER or v != getattr(Budget, k)}
-
-    def _beyond_defaults(self) -> list[tuple[str, str]]:
-        """(file-name part, readable part) for each setting of Lambda that differs from the default."""
-        extra = []
-        if self.loss_lr != Budget.loss_lr:
-            extra.append((f"-llr{self.loss_lr:g}", f", Lambda lr {self.loss_lr:g}"))
-        if self.precision_map != Budget.precision_map:
-            extra.append((f"-{self.precision_map}", f", {self.precision_map} Lambda"))
-        if self.precision != Budget.precision:
-            extra.append((f"-{self.precision}", f", {self.precision}"))
-        return extra
-
-    def tag(self) -> str:
-        """What tells results apart in a file name: batch, steps, learning rates, Lambda's map."""
-        parts = (t for t, _ in self._beyond_defaults())
-        return f"b{self.batch_size}-n{self.steps}-lr{self.lr:g}" + "".join(parts)
-
-    def label(self) -> str:
-        """The same, for people: ``256 x 10,000, lr 0.001`` (and what else differs from the defaults)."""
-        parts = (r for _, r in self._beyond_defaults())
-        return f"{self.batch_size:,} x {self.steps:,}, lr {self.lr:g}" + "".join(parts)
-
-
 def result_name(row: Row, seed: int | str, budget: Budget, column: str = "unsupervised") -> str:
     """``T1.1-seed0-b256-n10000-lr0.001.json``; the other columns say so, and the identity read-out
     (nothing trained) has no budget: ``T1.1-identity-seed0.json``. (A stacked run's checkpoint names
@@ -119,18 +57,11 @@ def held_out(row: Row, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return z[:EVAL_POINTS], z[EVAL_POINTS:]
 
 
-def clipped_mean(r2_per_latent: np.ndarray | list[float]) -> float:
-    """The mean over latents of held-out R² clipped at 0 per latent, as the evaluator's protocols
-    clip it: a held-out fit can score far below 0 on one latent (-526.6 on one of T1.7's), where the
-    original's in-sample fit cannot go below 0, and one such latent would swamp the mean."""
-    return float(np.mean(np.maximum(np.asarray(r2_per_latent, dtype=np.float64), 0.0)))
-
-
 def score(features: np.ndarray, z_fit: np.ndarray, z_score: np.ndarray) -> dict[str, Any]:
     h_fit, h_score = features[:EVAL_POINTS], features[EVAL_POINTS:]
     r2 = metrics.linear_r2(z_fit, h_fit, z_score, h_score)
     mcc, assignment = metrics.mcc(z_score, h_score)
-    return {"r2": 100 * float(clipped_mean(r2)), "mcc": 100 * float(mcc.mean()),
+    return {"r2": 100 * float(metrics.clipped_mean(r2)), "mcc": 100 * float(mcc.mean()),
             "r2_per_latent": (100 * r2).round(3).tolist(), "assignment": assignment.tolist()}
 
 

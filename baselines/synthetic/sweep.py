@@ -20,7 +20,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from ident3d.baselines.driver import Job, run_jobs
-from ident3d.baselines.synthetic.run import Budget, result_name, run_seeds
+from ident3d.baselines.synthetic.budget import Budget
+from ident3d.baselines.synthetic.run import result_name, run_seeds
 from ident3d.baselines.synthetic.table import COLUMNS, get_row
 from ident3d.errors import TrainingError
 from ident3d.readers import read_regular

@@ -120,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from dataclasses import replace
 
-    from ident3d.baselines.synthetic.run import Budget, run_seeds
+    from ident3d.baselines.synthetic.budget import Budget
+    from ident3d.baselines.synthetic.run import run_seeds
     from ident3d.baselines.synthetic.table import get_row
 
     chosen = {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "loss_lr": args.loss_lr,
