@@ -2,7 +2,7 @@
 
 The encoder takes images in [0, 1] (the evaluator's input contract) and applies the training
 data's per-channel mean and std itself, so an exported file needs nothing else. It is offered to
-the evaluator as the architecture ``resnet18-contrastive`` (an entry point, see ``ident3d.registry``),
+the evaluator as the architecture ``resnet18-contrastive`` (an entry point, see ``ident3d.architectures``),
 so safetensors weights can be evaluated.
 """
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ident3d.architectures import known
 from ident3d.atomic import sha256_file
 from ident3d.errors import SubmissionError
 from ident3d.readers import SAFETENSORS_MAX_HEADER, is_real_numeric, read_array, safetensors_header
-from ident3d.registry import known
 from ident3d.sandbox.host import SandboxedModel
 from ident3d.sandbox.limits import SandboxLimits
 from ident3d.submission_files import submission_kind

@@ -373,8 +373,8 @@ def test_cl_ica_mean_keeps_negative_r2_as_the_original_did(data, tmp_path):
 
 
 def test_architectures_come_from_entry_points_and_unknown_ones_list_the_known():
+    from ident3d.architectures import build, known
     from ident3d.errors import SubmissionError
-    from ident3d.registry import build, known
 
     assert "resnet18-contrastive" in known()
     model = build("resnet18-contrastive", {"latent_dim": 4, "space": "sphere"})

@@ -70,7 +70,7 @@ def _warm_up(archive: bytes, device: str, arch: str | None) -> None:
     if arch is not None:
         import safetensors.torch  # noqa: F401
 
-        from ident3d.registry import build
+        from ident3d.architectures import build
 
         try:
             build(arch, {})

@@ -148,7 +148,7 @@ def safetensors_module(data: bytes, arch: str | None, max_parameters: int) -> to
     from safetensors import safe_open  # noqa: F401 - imported before the lock-down
     from safetensors.torch import load
 
-    from ident3d.registry import build
+    from ident3d.architectures import build
 
     try:
         header = safetensors_header(data)
