@@ -125,7 +125,7 @@ def reproduce_command(experiment: Experiment, run: Run) -> str:
     return f"python -m ident3d.baselines.experiment {experiment.source.as_posix()} OUT --runs {run.folder}"
 
 
-def check_entries(experiment: Experiment, out: Path, entries: Path, refreshed: Path | None = None) -> str:
+def rescore_entries(experiment: Experiment, out: Path, entries: Path, refreshed: Path | None = None) -> str:
     """Re-score every local checkpoint against its entry with the leaderboard's own re-scoring: the
     file's sha256, and every metric (means and per latent) within its tolerance. A run trained again
     (training is deterministic, its export is not byte for byte) matches in scores with other bytes.

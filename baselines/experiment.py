@@ -4,8 +4,8 @@
     python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --runs v2-supervised v2-pixels
     python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --add-entries  # public-split entries
     python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --add-entries --verify KEY  # verified
-    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --check        # re-score them
-    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --check --refreshed NEW  # companions
+    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --rescore      # re-score them
+    python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --rescore --refreshed NEW # companions
 
 An experiment file (``baselines/cpu_track.toml`` documents the format) names its data sets (a track,
 exactly rendered pairs, or a custom render), its budgets, and its runs: a preset on a data set at a
@@ -317,24 +317,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --add-entries: also score a fresh draw of each run's track, sign it with "
                              "the verifier key KEY (ident3d leaderboard add --verifier) and write verified "
                              "entries <id>-verified instead")
-    parser.add_argument("--check", action="store_true", help="re-score every local checkpoint against its "
-                                                             "entry and print a table")
+    parser.add_argument("--rescore", action="store_true", help="re-score every local checkpoint against its "
+                                                               "entry and print a table")
     parser.add_argument("--refreshed", type=Path, metavar="DIR",
-                        help="with --check: write each entry whose every metric matches into DIR, around "
+                        help="with --rescore: write each entry whose every metric matches into DIR, around "
                              "its fresh result (new companion sections); then move them over the old")
     parser.add_argument("--entries", type=Path, default=Path("leaderboard/entries"), help="entry folder")
     args = parser.parse_args(argv)
-    from ident3d.baselines.baseline_entries import add_entries, check_entries
+    from ident3d.baselines.baseline_entries import add_entries, rescore_entries
     from ident3d.baselines.reproduction import summarize
     from ident3d.outputs import check_not_an_input
 
     try:
         experiment = load_experiment(args.experiment)
-        if args.check:
+        if args.rescore:
             if args.refreshed is not None:
                 check_not_an_input(args.refreshed, "--refreshed", (args.entries, args.out))
                 args.refreshed.mkdir(parents=True, exist_ok=True)
-            print(check_entries(experiment, args.out, args.entries, args.refreshed))
+            print(rescore_entries(experiment, args.out, args.entries, args.refreshed))
             return 0
         run_experiment(experiment, args.out, args.runs, args.device, args.workers)
         report = summarize(args.out)

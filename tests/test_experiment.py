@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ident3d.baselines.baseline_entries import add_entries, check_entries, reproduce_command
+from ident3d.baselines.baseline_entries import add_entries, reproduce_command, rescore_entries
 from ident3d.baselines.config import load_preset
 from ident3d.baselines.driver import _owner
 from ident3d.baselines.experiment import ExperimentError, load_experiment, main
@@ -69,7 +69,7 @@ def test_a_tiny_experiment_runs_scores_reports_and_resumes(tmp_path, capsys):
     loaded = {e["id"]: e for e in load_entries(entries)}
     assert {e["seed_group"] for e in loaded.values()} == {"small-smoke", "small-pixels"}
     assert "--runs small-smoke-s1" in loaded["Test2026Tiny_small-smoke-s1"]["footnote"]
-    assert check_entries(experiment, out, entries).count("| matches |") == 6
+    assert rescore_entries(experiment, out, entries).count("| matches |") == 6
     capsys.readouterr()
     assert main([str(tmp_path / "tiny.toml"), str(out), "--runs", "nope"]) == 1
     captured = capsys.readouterr()

@@ -8,7 +8,7 @@ from conftest import write_fake_split
 from test_leaderboard import fake_result
 
 from ident3d import atomic
-from ident3d.baselines.baseline_entries import add_entries, check_entries
+from ident3d.baselines.baseline_entries import add_entries, rescore_entries
 from ident3d.baselines.experiment import load_experiment
 from ident3d.baselines.pixels import export_pixel_readout
 from ident3d.baselines.reproduction import summarize
@@ -143,7 +143,7 @@ def test_entries_are_rescored_and_verified(tmp_path):
     assert loaded["cl-ica-2021/Ident2026CpuTrack_v2-pixels"]["protocol"] == "cl-ica-2021"
     assert add_entries(experiment, out, entries) == []  # a second run adds nothing and overwrites nothing
     # the check re-scores each checkpoint against its entry, and names what no longer matches
-    table = check_entries(experiment, out, entries)
+    table = rescore_entries(experiment, out, entries)
     assert table.count("| matches |") == 2 and "DIFFER" not in table
     entry_path = entries / "ident3d-eval-v1/Ident2026CpuTrack_v2-pixels.json"
     tampered = json.loads(entry_path.read_text())  # a valid entry that claims more than the file scores
@@ -155,7 +155,7 @@ def test_entries_are_rescored_and_verified(tmp_path):
     other["checkpoint_sha256"] = other["result"]["model"]["sha256"] = "0" * 64  # made from another export
     clica_path.write_text(json.dumps(other))
     lines = {line.split(" | ")[0].strip("| "): line
-             for line in check_entries(experiment, out, entries).splitlines()}
+             for line in rescore_entries(experiment, out, entries).splitlines()}
     assert "| same | field metrics/linear_r2: entry Ident2026CpuTrack_v2-pixels says" in lines[
         "ident3d-eval-v1/Ident2026CpuTrack_v2-pixels"]
     assert lines["ident3d-eval-v1/Ident2026CpuTrack_v2-pixels"].endswith("| DIFFERS |")
@@ -165,16 +165,16 @@ def test_entries_are_rescored_and_verified(tmp_path):
         "| same scores from other bytes (trained again) |")
     refreshed = tmp_path / "refreshed"
     refreshed.mkdir()
-    check_entries(experiment, out, entries, refreshed)  # only entries whose every metric matches
+    rescore_entries(experiment, out, entries, refreshed)  # only entries whose every metric matches
     assert [str(p.relative_to(refreshed)) for p in refreshed.rglob("*.json")] == [
         "cl-ica-2021/Ident2026CpuTrack_v2-pixels.json"]
     renewed = json.loads((refreshed / "cl-ica-2021/Ident2026CpuTrack_v2-pixels.json").read_text())
     assert renewed["checkpoint_sha256"] == atomic.sha256_file(run / "encoder.pt2")
     assert renewed["metrics"] == other["metrics"] and renewed["name"] == other["name"]
     with pytest.raises(ResultError, match="already exists"):  # never over a file already there
-        check_entries(experiment, out, entries, refreshed)
+        rescore_entries(experiment, out, entries, refreshed)
     entry_path.write_text("[1, 2]")  # JSON, but no entry: a row that names it, not a traceback
-    assert "is not of type 'object'" in check_entries(experiment, out, entries).split(
+    assert "is not of type 'object'" in rescore_entries(experiment, out, entries).split(
         "ident3d-eval-v1/Ident2026CpuTrack_v2-pixels |")[1]
 
 
