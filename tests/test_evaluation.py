@@ -420,7 +420,7 @@ def test_an_evaluation_of_a_track_opens_each_image_file_once(tmp_path, monkeypat
 
     from ident3d import tracks
     from ident3d.atomic import sha256_array
-    from ident3d.tracks.identity import verified_cache
+    from ident3d.tracks.identity import identity_proof
 
     root = tmp_path / "data"
     write_fake_split(root, "test", n=40, size=16, seed=3)
@@ -433,7 +433,7 @@ def test_an_evaluation_of_a_track_opens_each_image_file_once(tmp_path, monkeypat
     known = {**tracks.tracks(), "fake": track}
     monkeypatch.setattr(tracks.registry, "tracks", lambda: known)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    proof = verified_cache(track, split.layout, 40)  # from reading every file: the reads must agree
+    proof = identity_proof(track, split.layout, 40)  # from reading every file: the reads must agree
     proof.parent.mkdir(parents=True)
     proof.write_text("fake@1 test: a random sample re-rendered\n")
     model = export(tmp_path, ColourEncoder())

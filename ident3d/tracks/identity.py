@@ -68,7 +68,7 @@ def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full:
 
     The track's sample (``recheck.images``, sized so that a split with 1% of its images altered
     fails with probability at least 99.9%) is re-rendered once per content: a split whose every
-    byte was verified before on this machine (``verified_cache``) skips it. ``quick`` re-renders
+    byte passed it before on this machine (``identity_proof``) skips it. ``quick`` re-renders
     a handful of images instead; ``full`` re-renders every image."""
     spec = track.split(layout.split)
     try:
@@ -116,7 +116,7 @@ def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full:
         return (_rerender_differences(track, layout, latents, padding, QUICK_RECHECK_IMAGES)
                 or _packed_differences(layout, manifest, padding, spec.n))
     try:
-        proof = verified_cache(track, layout, spec.n, seen)
+        proof = identity_proof(track, layout, spec.n, seen)
     except OSError as error:
         return [f"content: {getattr(error, 'filename', None) or layout.folder}: {error.strerror or error}"]
     if proof.exists() and not full:
@@ -130,7 +130,7 @@ def differences(track: Track, layout: SplitLayout, *, quick: bool = False, full:
     return found
 
 
-def verified_cache(track: Track, layout: SplitLayout, n: int, seen: ImageReads | None = None) -> Path:
+def identity_proof(track: Track, layout: SplitLayout, n: int, seen: ImageReads | None = None) -> Path:
     """Where this machine records that a split with exactly this content (every file's bytes, the
     manifest's too) passed the track's re-render check: the user's cache folder, never the split,
     so nobody who hands over a split can write the proof into it."""
@@ -138,7 +138,7 @@ def verified_cache(track: Track, layout: SplitLayout, n: int, seen: ImageReads |
     digest = content_sha256(layout, n, extra=(layout.manifest, *read),
                             known=seen.digests if seen is not None else None)
     home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return home / "ident3d" / "verified-splits" / f"{track.id}-{layout.split}-{digest}"
+    return home / "ident3d" / "proven-splits" / f"{track.id}-{layout.split}-{digest}"
 
 
 def _reads_packed(layout: SplitLayout, manifest: dict[str, Any] | None = None) -> bool:
