@@ -214,8 +214,8 @@ def snapped_section(by_group: dict, runs: dict) -> list[str]:
     rho_s = spearmanr(spread_s, asked).statistic
     rho_e = spearmanr(spread_e, asked).statistic
     lines += ["", f"Rank correlation of the realised spread with the asked scales: snapped {rho_s:.2f}, "
-              f"exact {rho_e:.2f}. Mean R²: snapped {pct(s['v1']['metrics']['linear_r2'])}, exact "
-              f"{pct(e['v1']['metrics']['linear_r2'])}.", ""]
+              f"exact {rho_e:.2f}. Mean R²: snapped {pct(s['results'][V1]['metrics']['linear_r2'])}, exact "
+              f"{pct(e['results'][V1]['metrics']['linear_r2'])}.", ""]
     return lines
 
 

@@ -178,8 +178,8 @@ def spec_sha256(variant: Variant) -> str:
     return hashlib.sha256(json.dumps(variant.to_dict(), sort_keys=True).encode()).hexdigest()
 
 
-def _fingerprint_differences(track: Track, layout: SplitLayout, padding: int, seen: ImageReads | None
-                             ) -> list[str]:
+def _fingerprint_differences(track: Track, layout: SplitLayout, padding: int,
+                             seen: ImageReads | None = None) -> list[str]:
     print_ = track.fingerprint
     if not print_.get("mean"):
         return []
