@@ -1,7 +1,5 @@
 """The baselines: imported as ``ident3d.baselines`` (the wheel installs no top-level ``baselines``)."""
 
-if __name__ == "baselines":  # a source checkout reached through the old top-level name
-    import warnings
-
-    warnings.warn("`import baselines` is deprecated and works only in a source checkout: import "
-                  "ident3d.baselines instead", DeprecationWarning, stacklevel=2)
+if __name__ == "baselines":  # reached through the checkout's top-level folder: one file, one module
+    raise ImportError(f"`import {__name__}` would load a second copy of every module of ident3d.{__name__} "
+                      f"(the same files under another name). Fix: import ident3d.{__name__}")

@@ -80,14 +80,3 @@ def _stacked_view(column: Sequence[Any]) -> torch.Tensor | None:
             return None
     return first.as_strided((len(column), *first.shape), (step, *first.stride()), first.storage_offset())
 
-
-def __getattr__(name: str) -> Any:
-    if name == "PairLoader":  # moved next to the pairs it loads
-        import warnings
-
-        from ident3d.pairs import PairLoader
-
-        warnings.warn("ident3d.batching.PairLoader moved: import it from ident3d.pairs", DeprecationWarning,
-                      stacklevel=2)
-        return PairLoader
-    raise AttributeError(f"module 'ident3d.batching' has no attribute {name!r}")

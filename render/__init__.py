@@ -1,7 +1,5 @@
 """The renderer: imported as ``ident3d.render`` (the wheel installs no top-level ``render``)."""
 
-if __name__ == "render":  # a source checkout reached through the old top-level name
-    import warnings
-
-    warnings.warn("`import render` is deprecated and works only in a source checkout: import "
-                  "ident3d.render instead", DeprecationWarning, stacklevel=2)
+if __name__ == "render":  # reached through the checkout's top-level folder: one file, one module
+    raise ImportError(f"`import {__name__}` would load a second copy of every module of ident3d.{__name__} "
+                      f"(the same files under another name). Fix: import ident3d.{__name__}")

@@ -149,11 +149,3 @@ def test_a_manifest_resolution_the_images_do_not_have_is_refused_before_a_batch_
         with pytest.raises(DatasetError, match=r"0\.png: 16 x 16 px, the split.s images are 4096 x 4096"):
             image_batch(dataset, np.arange(4), uint8=uint8)
     assert allocated == []
-
-
-def test_the_old_pair_loader_path_warns_and_gives_the_same_class():
-    import ident3d.batching
-    import ident3d.pairs
-
-    with pytest.warns(DeprecationWarning, match="import it from ident3d.pairs"):
-        assert ident3d.batching.PairLoader is ident3d.pairs.PairLoader
