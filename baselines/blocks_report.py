@@ -1,5 +1,5 @@
 """Block identifiability of the leaderboard's content/style entries as the table of docs/evaluation.md:
-for every entry whose result has the ``blocks`` section (scored on a content/style split), the mean
+for every ranked entry whose result has the ``blocks`` section (scored on a content/style split), the mean
 linear and kernel R² of the content block and of the style block (von Kügelgen et al., NeurIPS 2021).
 
     python -m ident3d.baselines.reports --write --only blocks-entries    # into docs/evaluation.md
@@ -21,7 +21,8 @@ def _pair(blocks: Mapping[str, Any], block: str) -> str:
 
 
 def section(entries: list[Mapping[str, Any]]) -> str:
-    shown = [e for e in entries if shown_result(e).get("blocks") and e["protocol"] == "ident3d-eval-v1"]
+    shown = [e for e in entries if shown_result(e).get("blocks") and e["protocol"] == "ident3d-eval-v1"
+             and not e.get("archived")]  # an archived entry is ranked nowhere: the board lists it apart
     lines = []
     if not shown:
         lines.append("No entry has been scored on a content/style split yet.")

@@ -132,6 +132,12 @@ class ThreeDIdent(Dataset):
         return "\n".join([f"Dataset {type(self).__name__}", *("    " + line for line in lines)])
 
     @property
+    def paired(self) -> bool:
+        """Whether the split comes in pairs (images 2i and 2i + 1: positive pairs of ``ident3d render
+        --pairs``, or a content/style track's pairs), as its manifest records."""
+        return bool((self.manifest or {}).get("pairs"))
+
+    @property
     def captions(self) -> list[str]:
         """One templated description per image: the split's ``captions.txt``, or, for splits without
         one (published or older renders), made from the latents the same way (ident3d.captions)."""

@@ -325,7 +325,7 @@ def score_features(source: str, dataset: ThreeDIdent, h: np.ndarray, ood_sets: d
            for name, split_set in ood_sets.items()}
     names = [dataset.factor_names[c] for c in continuous]
     with stage(protocol.slow_part(len(z)) or f"scoring under {protocol.name}", progress):
-        s = protocol.score(z, h, names, ood)
+        s = protocol.score(z, h, names, ood, paired=dataset.paired)
     fields = {
         **_reported(protocol, s, names, dataset, (dataset.latents[s.fit], h[s.fit]),
                     (dataset.latents[s.test], h[s.test])),
@@ -405,7 +405,8 @@ def _score_draw(public: ScoredSplit, draw: RenderedDraw, progress: bool) -> dict
     readout, seed, n = public.readout, draw.seed, draw.n
     with stage(f"scoring the fresh draw under {readout.protocol.name}", progress):
         scored = readout.protocol.score_draw(readout.z_fit, readout.h_fit, public.scores, z, h, names,
-                                            {split: drawn[split] for split in public.ood})
+                                            {split: drawn[split] for split in public.ood},
+                                            paired=test.paired)
         reported = _reported(readout.protocol, scored, names, test, (public.latents_fit, readout.h_fit),
                              (test.latents, h))
         gap = fresh_module.memorisation_gap(public.readout, public.held_out, (z, h), seed)

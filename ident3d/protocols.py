@@ -28,6 +28,24 @@ SPLIT_SEED = 0  # the seeded permutation that splits the rows into fit and score
 CLICA_SAMPLE = 4096
 
 
+def shuffled_rows(n: int, seed: int, paired: bool = False) -> np.ndarray:
+    """The rows ``0 .. n - 1`` in a seeded random order. On a paired split (rows 2i and 2i + 1 share
+    their content latents: a content/style split) whole pairs are shuffled and each pair's rows stay
+    adjacent, so cutting the order at an even position (``even_cut``) never parts a pair; a last row
+    without a partner comes last."""
+    rng = np.random.default_rng(seed)
+    if not paired:
+        return rng.permutation(n)
+    pairs = rng.permutation(n // 2)
+    return np.concatenate([np.stack([2 * pairs, 2 * pairs + 1], axis=1).ravel(), np.arange(2 * (n // 2), n)])
+
+
+def even_cut(k: int, paired: bool) -> int:
+    """Where to cut a ``shuffled_rows`` order of ``k`` rows in two halves: ``k // 2``, made even on a
+    paired split so that a pair is never cut."""
+    return k // 2 - (k // 2) % 2 if paired else k // 2
+
+
 @dataclass(frozen=True)
 class Metric:
     """A number that results and the board report, named once: its key (in results, entries, the
@@ -160,18 +178,23 @@ class ScoringProtocol(Protocol):
     reads_ood_splits: ClassVar[bool]  # scores a track's rendered OOD splits too
 
     def score(self, z: np.ndarray, h: np.ndarray, names: list[str] | None = None,
-              ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
+              ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, paired: bool = False) -> Scores:
         """Split, fit and score latents ``z`` from features ``h`` (rows aligned); ``names`` label the
-        latents and ``ood`` maps an OOD split's name to its (latents, features)."""
+        latents, ``ood`` maps an OOD split's name to its (latents, features), and ``paired`` says the
+        rows come in content/style pairs (2i, 2i + 1), which every split of the rows keeps together:
+        a score row whose partner, with the same content, fitted the read-out would be read through
+        its partner (``shuffled_rows``)."""
         raise NotImplementedError
 
     def score_draw(self, z_fit: np.ndarray, h_fit: np.ndarray, public: Scores, z: np.ndarray, h: np.ndarray,
                    names: list[str] | None = None,
-                   ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
+                   ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, paired: bool = False
+                   ) -> Scores:
         """Score a fresh draw ``(z, h)`` with the read-outs ``public`` fitted on the public split's fit
         rows ``(z_fit, h_fit)``: every metric the protocol reports on the public split, on images the
-        model cannot have seen (``ood``: the draw's region splits). Here linear R² and Pearson MCC with
-        the public matching; a protocol with more read-outs scores them too."""
+        model cannot have seen (``ood``: the draw's region splits; ``paired``: as in ``score``). Here
+        linear R² and Pearson MCC with the public matching; a protocol with more read-outs scores them
+        too."""
         from ident3d.metrics import AffineReadout
 
         return Scores(self.gap_values(AffineReadout.fit(h_fit, z_fit), public.assignment, z, h),
@@ -239,14 +262,14 @@ class HeldOutHalves(ScoringProtocol):
                 "search per latent (the slow part)")
 
     def score(self, z: np.ndarray, h: np.ndarray, names: list[str] | None = None,
-              ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
+              ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, paired: bool = False) -> Scores:
         from ident3d import metrics
         from ident3d.dci import dci
         from ident3d.extrapolation import ExtrapolationReadouts
         from ident3d.ood import ood_scores
 
-        order = np.random.default_rng(SPLIT_SEED).permutation(len(z))
-        fit, test = order[: len(z) // 2], order[len(z) // 2:]
+        order = shuffled_rows(len(z), SPLIT_SEED, paired)
+        fit, test = order[: even_cut(len(z), paired)], order[even_cut(len(z), paired):]
         kernel = metrics.choose_kernels(z[fit], h[fit], seed=SPLIT_SEED)
         readouts = metrics.Readouts.fit(h[fit], z[fit], kernel, seed=SPLIT_SEED)
         extrapolation = ExtrapolationReadouts.fit(z[fit], h[fit], kernel)
@@ -269,7 +292,8 @@ class HeldOutHalves(ScoringProtocol):
 
     def score_draw(self, z_fit: np.ndarray, h_fit: np.ndarray, public: Scores, z: np.ndarray, h: np.ndarray,
                    names: list[str] | None = None,
-                   ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
+                   ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, paired: bool = False
+                   ) -> Scores:
         """The public split's read-outs scored on the draw with no refit: linear and kernel R² (the
         kernels chosen on the public split), both MCCs with the public matchings, read-out extrapolation
         and the draw's region splits. DCI is fitted and scored on the draw's own halves: its D and C
@@ -282,8 +306,8 @@ class HeldOutHalves(ScoringProtocol):
         names = names or [f"latent_{j}" for j in range(z.shape[1])]
         pearson, _ = metrics.mcc(z, h, "pearson", public.assignment)
         spearman, _ = metrics.mcc(z, h, "spearman", public.assignment_spearman)
-        order = np.random.default_rng(SPLIT_SEED).permutation(len(z))
-        first, second = order[: len(z) // 2], order[len(z) // 2:]
+        order = shuffled_rows(len(z), SPLIT_SEED, paired)
+        first, second = order[: even_cut(len(z), paired)], order[even_cut(len(z), paired):]
         companions = {"dci": _versioned("ident3d-dci", dci(z[first], h[first], z[second], h[second])),
                       "extrapolation": _versioned("ident3d-extrapolation",
                                                   public.extrapolation.score(z, h, names))}
@@ -345,12 +369,12 @@ class ClIca2021(ScoringProtocol):
     sample_seed: int = SPLIT_SEED  # results use 0; others measure how far the random sample moves a score
 
     def score(self, z: np.ndarray, h: np.ndarray, names: list[str] | None = None,
-              ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Scores:
+              ood: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, paired: bool = False) -> Scores:
         from ident3d import metrics
 
-        order = np.random.default_rng(self.sample_seed).permutation(len(z))
-        sample, rest = order[:CLICA_SAMPLE], order[CLICA_SAMPLE:]
-        fit, test = sample[: len(sample) // 2], sample[len(sample) // 2:]
+        order = shuffled_rows(len(z), self.sample_seed, paired)
+        sample, rest = order[:CLICA_SAMPLE], order[CLICA_SAMPLE:]  # CLICA_SAMPLE is even: no pair is cut
+        fit, test = sample[: even_cut(len(sample), paired)], sample[even_cut(len(sample), paired):]
         pearson, assign_p = metrics.mcc(z[sample], h[sample], "pearson")
         # The matching was chosen on the whole sample, so its rows read MCC optimistically: the gap of a
         # fresh draw compares with the rows outside the sample, when the split has any.
@@ -363,24 +387,34 @@ CONSTANT_LATENT = ("1.1", "a latent that is constant on the scored set (every va
                    "only when it is predicted exactly, else 0 (scikit-learn's r2_score, which the "
                    "original code used); before, any prediction of it scored 1. No track has a "
                    "constant latent, so no leaderboard entry moves.")
+PAIRS_KEPT = ("1.2", "on a content/style split (rows 2i and 2i + 1 share their content latents) the rows "
+                     "are halved into fit and score sets by pair, so no scored row has its partner among "
+                     "the fit rows; before, about half did, and a local read-out (kernel R²) of a model "
+                     "that ignores style read a scored row's content through its partner, higher than on "
+                     "a fresh draw. Only content/style entries move.")
+PAIRS_SAMPLED = ("1.2", "on a content/style split the 4,096-row sample is 2,048 pairs, halved by pair, so no "
+                        "scored row has its partner (same content) among the fit rows; the original code "
+                        "had no paired test set. Only content/style entries move.")
 
 REGISTRY: dict[str, ScoringProtocol] = {p.name: p for p in (
     HeldOutHalves(
         name="ident3d-eval-v1",
-        version="1.1",
-        summary="the whole test split in index order, halved at random (seed 0) into fit and score sets; "
+        version="1.2",
+        summary="the whole test split in index order, halved at random (seed 0; a content/style split "
+                "by pair) into fit and score sets; "
                 "linear R² (affine least squares), kernel R² (RBF kernel ridge, a 4 x 4 grid, 3-fold CV "
                 "on at most 4,000 fit points, chosen per latent) and MCC (Pearson and Spearman, Hungarian "
                 "matching on the fit set, scored on the score set); per-latent values clipped to [0, 1] "
                 "before the mean",
-        changelog=(("1.0", "first version"), CONSTANT_LATENT)),
+        changelog=(("1.0", "first version"), CONSTANT_LATENT, PAIRS_KEPT)),
     ClIca2021(
         name="cl-ica-2021",
-        version="1.1",
+        version="1.2",
         summary="the procedure of Zimmermann et al. (ICML 2021): 4,096 test images drawn with a fixed "
-                "seed, halved into fit and score sets for linear R²; MCC (Pearson) on all 4,096 with its "
-                "own matching; the raw per-latent R² averaged, then the mean clipped to [0, 1]",
-        changelog=(("1.0", "first version"), CONSTANT_LATENT)),
+                "seed (on a content/style split, 2,048 pairs), halved into fit and score sets for linear "
+                "R²; MCC (Pearson) on all 4,096 with its own matching; the raw per-latent R² averaged, then "
+                "the mean clipped to [0, 1]",
+        changelog=(("1.0", "first version"), CONSTANT_LATENT, PAIRS_SAMPLED)),
 )}
 NAMES = tuple(REGISTRY)
 DEFAULT = "ident3d-eval-v1"

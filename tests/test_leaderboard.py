@@ -766,12 +766,13 @@ def test_the_page_sorts_style_r2_lowest_first_and_content_r2_highest_first(tmp_p
     (entries / "ident3d-eval-v1").mkdir(parents=True)
     committed = [e for e in load_entries(ENTRIES_DIR)
                  if e["dataset"] == "3dident-v2-64-cs@1" and e["protocol"] == "ident3d-eval-v1"
-                 and e["status"] == "public-split"]  # the two baselines (a verified row needs its keyring)
+                 and not e.get("archived")]  # the two baselines, verified: their keyring comes along
     assert len(committed) == 2
     for entry in committed:
         shutil.copy(ENTRIES_DIR / f"{entry.key}.json", entries / "ident3d-eval-v1")
-    by_style = sorted(committed, key=lambda e: e["result"]["blocks"]["style_linear_r2"])
-    by_content = sorted(committed, key=lambda e: -e["result"]["blocks"]["content_kernel_r2"])
+    shutil.copytree(ENTRIES_DIR.parent / "verifiers", tmp_path / "verifiers")
+    by_style = sorted(committed, key=lambda e: e["result"]["fresh"]["blocks"]["style_linear_r2"])
+    by_content = sorted(committed, key=lambda e: -e["result"]["fresh"]["blocks"]["content_kernel_r2"])
     build(entries, tmp_path / "LEADERBOARD.md", tmp_path / "index.html")
     with sync_playwright() as p:
         browser = _browser(p)
@@ -820,9 +821,11 @@ def test_block_identifiability_table_shows_the_content_style_entries():
     result["blocks"] = {"style_factors": ["object_hue", "spotlight_angle"], "content_linear_r2": 0.9,
                         "content_kernel_r2": 0.95, "style_linear_r2": 0.1, "style_kernel_r2": None}
     entry = entry_from_result(Result.parse(result), "Doe2026Blocks", name="cs", track="custom:0123456789ab")
-    table = section([entry, entry_from_result(result_of(), "Doe2026Plain", name="plain")])
+    archived = {**entry_from_result(Result.parse(result), "Old2025Blocks", name="old",
+                                    track="custom:0123456789ab"), "archived": "superseded"}
+    table = section([entry, entry_from_result(result_of(), "Doe2026Plain", name="plain"), archived])
     assert "| cs (`Doe2026Blocks`) | `custom:0123456789ab` | object_hue, spotlight_angle | 90.0 / 95.0 | " \
-           "10.0 / – |" in table and "Doe2026Plain" not in table
+           "10.0 / – |" in table and "Doe2026Plain" not in table and "Old2025Blocks" not in table
 
 
 def test_an_archived_entry_is_listed_with_its_reason_and_ranked_nowhere(tmp_path):

@@ -196,6 +196,40 @@ def test_the_cl_ica_gap_compares_a_draw_with_rows_no_matching_was_chosen_on():
                           REGISTRY["ident3d-eval-v1"].score(z[:600], h[:600, :10]).test)
 
 
+def paired_split(n_pairs: int = 600, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """A content/style split: rows 2i and 2i + 1 share six content latents and draw four style latents
+    each; the features are three of the content latents (a style-invariant encoder that misses the
+    other three), so a pair's two rows have the same features."""
+    rng = np.random.default_rng(seed)
+    content = np.repeat(rng.uniform(-1, 1, (n_pairs, 6)), 2, axis=0)
+    z = np.hstack([content, rng.uniform(-1, 1, (2 * n_pairs, 4))])
+    return z, content[:, :3].copy()
+
+
+@cache
+def scored_paired_split(protocol: str, paired: bool) -> Scores:
+    return REGISTRY[protocol].score(*paired_split(), paired=paired)
+
+
+@pytest.mark.parametrize("protocol", NAMES)
+def test_a_paired_split_is_halved_by_pair(protocol):
+    z, _ = paired_split()
+    s = scored_paired_split(protocol, True)
+    assert not set(s.fit // 2) & set(s.test // 2)
+    assert len(s.fit) + len(s.test) == min(len(z), 4096) and len(s.fit) % 2 == 0
+
+
+def test_a_pair_partner_no_longer_reads_a_latent_the_features_miss():
+    """Halved row by row, a scored row's partner (same features, same content) sits among the fit rows
+    for about half the rows, and the kernel read-out returns the partner's content: latents the features
+    do not carry read far above 0 (the content/style baseline's rotations did, on its public split
+    only). Halved by pair they read as on unseen images."""
+    missed = slice(3, 6)  # content latents the features do not carry
+    leaky = scored_paired_split("ident3d-eval-v1", False).per_latent("nonlinear_r2")[missed]
+    kept = scored_paired_split("ident3d-eval-v1", True).per_latent("nonlinear_r2")[missed]
+    assert leaky.min() > 0.2 and kept.max() < 0.05
+
+
 def test_a_new_metric_and_protocol_reach_the_board_from_the_registry_alone(monkeypatch, tmp_path):
     """A contributor's new per-latent metric is one ``METRICS`` row and a new protocol one ``REGISTRY``
     row (both in protocols.py, plus its golden values): registered here, a result scored under the new
@@ -212,8 +246,8 @@ def test_a_new_metric_and_protocol_reach_the_board_from_the_registry_alone(monke
     class Squared(protocols.ClIca2021):
         """cl-ica-2021 and, per latent, its squared matched correlation."""
 
-        def score(self, z, h, names=None, ood=None):
-            s = super().score(z, h, names, ood)
+        def score(self, z, h, names=None, ood=None, paired=False):
+            s = super().score(z, h, names, ood, paired)
             return replace(s, values={**s.values, "mcc_squared": s.values["mcc_pearson"] ** 2})
 
     monkeypatch.setitem(protocols.METRICS, "mcc_squared", protocols.Metric(
