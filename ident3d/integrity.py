@@ -1,4 +1,4 @@
-"""``ident3d verify``: check a split's layout, counts, latents, images and checksums."""
+"""``ident3d audit``: check a split's layout, counts, latents, images and checksums."""
 
 from __future__ import annotations
 

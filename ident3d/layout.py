@@ -102,7 +102,7 @@ class SplitLayout:
         """The command that really restores this split's missing or broken files."""
         root, split = shlex.quote(str(self.root)), shlex.quote(self.split)
         if self.render_job.exists():
-            return (f"run `ident3d verify --data {root} --split {split} --repair` (it re-renders what is "
+            return (f"run `ident3d audit --data {root} --split {split} --repair` (it re-renders what is "
                     "broken)")
         if self.download_record.exists():
             return f"run `ident3d download --data {root} --split {split}{self._source()} --overwrite`"

@@ -116,4 +116,4 @@ def _decoded(path: Path) -> np.ndarray:
             return np.asarray(im.convert("RGB"))
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as error:
         raise DatasetError(f"{path} cannot be decoded ({error}). Fix: re-render or re-download "
-                           "it (`ident3d verify --data ROOT --repair` for a rendered split).") from None
+                           "it (`ident3d audit --data ROOT --repair` for a rendered split).") from None

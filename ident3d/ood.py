@@ -92,6 +92,6 @@ def _not_the_split(split: Any, track: Any, data_root: Path) -> Exception:
     from ident3d.errors import DatasetError
 
     return DatasetError(f"{split.layout.folder}: not {track.id}'s split {split.split} (latents or pixels "
-                        f"differ; `ident3d verify --data {data_root} --track {track.name} --split "
+                        f"differ; `ident3d audit --data {data_root} --track {track.name} --split "
                         f"{split.split}` says what). Fix: render it with `ident3d render --track "
                         f"{track.name} --split {split.split}`.")

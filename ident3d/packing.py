@@ -27,7 +27,7 @@ def published_manifest(dataset: ThreeDIdent) -> dict:
 def pack_split(root, split: str = "train", progress: bool = True) -> SplitLayout:
     """Decode every PNG once into ``images.npy`` (N, H, W, 3) and record its checksum.
 
-    A split that is already packed is left alone (``ident3d verify`` checks the packed file).
+    A split that is already packed is left alone (``ident3d audit`` checks the packed file).
     """
     dataset = ThreeDIdent(root, split)
     lay = dataset.layout

@@ -238,7 +238,7 @@ def entry_from_result(result: Result, entry_id: str, *, status: str = "self-repo
         hint = ("it was scored on custom data" if scored_on.startswith("custom:")
                 else f"it was scored on {scored_on}")
         raise ResultError(f"field dataset: the result cannot enter the table of {track}: {hint}. Fix: "
-                          f"evaluate on a split that `ident3d verify --track {track}` accepts.")
+                          f"evaluate on a split that `ident3d audit --track {track}` accepts.")
     entry = {
         "schema": ENTRY_SCHEMA,
         "id": entry_id,

@@ -52,7 +52,7 @@ def pixel_key() -> str:
 def cpu_track_data(blender_home) -> Path:
     """A dataset root holding the CPU track's test split (3dident-v2-64@1, 5,000 images), rendered
     once and kept across runs under ``pixel_key()``. Read-only: copy it before changing anything.
-    Whoever uses it as the track still proves it (``verify --track`` re-renders a random sample)."""
+    Whoever uses it as the track still proves it (``audit --track`` re-renders a random sample)."""
     import importlib.util
 
     if importlib.util.find_spec("bpy") is None:  # never imported here: bpy puts its own folders on

@@ -41,7 +41,14 @@ def test_an_unknown_synthetic_row_names_the_nearest(capsys):
 
 
 def test_a_data_folder_that_is_not_there_is_named_as_missing(tmp_path, capsys):
-    assert main(["verify", "--data", str(tmp_path / "nope")]) == 1
+    assert main(["audit", "--data", str(tmp_path / "nope")]) == 1
     assert f"error: {tmp_path / 'nope'}: no such folder. Fix:" in capsys.readouterr().err
-    assert main(["verify", "--data", str(tmp_path)]) == 1
+    assert main(["audit", "--data", str(tmp_path)]) == 1
     assert "no split found" in capsys.readouterr().err
+
+
+def test_the_old_name_of_a_renamed_verb_names_the_new_one(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["verify", "--data", "data/3dident"])
+    assert stop.value.code == 2
+    assert "`verify` is now `audit`, with the same options" in capsys.readouterr().err

@@ -226,7 +226,7 @@ class Case:
     name: str
     argv: list[str]  # "{w}" is replaced by the world folder
     code: int
-    culprit: str  # must appear in what the command printed (stderr, or stdout for verify reports)
+    culprit: str  # must appear in what the command printed (stderr, or stdout for audit reports)
     absent: str | None = None  # must not appear anywhere in the output
 
 
@@ -237,13 +237,13 @@ TRAIN = ["train", "--data", D, "--preset", "smoke", "--out"]
 
 CASES = [
     # tracks are identified by content
-    Case("track-noise-with-the-fingerprint", ["verify", "--data", "{w}/forged-track", "--split", "test",
+    Case("track-noise-with-the-fingerprint", ["audit", "--data", "{w}/forged-track", "--split", "test",
                                               "--track", "3dident-v2-64", "--quick"], 1,
          "not the track's images"),
-    Case("track-published-by-a-written-record", ["verify", "--data", "{w}/forged-published", "--split",
+    Case("track-published-by-a-written-record", ["audit", "--data", "{w}/forged-published", "--split",
                                                  "test", "--track", "3dident-published", "--quick"], 1,
          "content:"),
-    Case("track-spec-named-v2", ["verify", "--data", "{w}/spec-named-v2", "--split", "test", "--track",
+    Case("track-spec-named-v2", ["audit", "--data", "{w}/spec-named-v2", "--split", "test", "--track",
                                  "3dident-v2-64"], 1, "a different spec under the same name"),
     Case("leaderboard-add-edited-track", ["leaderboard", "add", "{w}/edited.json", "--id", "Doe2026Edited",
                                           "--entries", f"{OUT}/entries"], 1, "dataset/n"),
@@ -288,14 +288,14 @@ CASES = [
     Case("spec-takes-a-built-in-name", ["info", "--variant", "{w}/specs/mine.toml"], 1,
          "is a built-in variant's"),
     # readers open regular files only, and never hang
-    Case("verify-fifo-image", ["verify", "--data", "{w}/fifo-image"], 1,
+    Case("audit-fifo-image", ["audit", "--data", "{w}/fifo-image"], 1,
          "7.png: cannot be decoded (is a FIFO"),
     Case("evaluate-fifo-manifest", ["evaluate", "--data", "{w}/fifo-manifest", "--model", "{w}/true.npy",
                                     "--out", f"{OUT}/r.json"], 1, "manifest.json"),
     Case("evaluate-fifo-model", [*EVAL[:4], "{w}/fifo.npy", "--out", f"{OUT}/r.json"], 1, "fifo.npy"),
     Case("train-config-fifo", [*TRAIN, f"{OUT}/run", "--config", "{w}/config.toml"], 1, "FIFO"),
     Case("train-config-dev-zero", [*TRAIN, f"{OUT}/run", "--config", "/dev/zero"], 1, "character device"),
-    Case("verify-unfinished-render", ["verify", "--data", "{w}/unfinished"], 1, "did not finish"),
+    Case("audit-unfinished-render", ["audit", "--data", "{w}/unfinished"], 1, "did not finish"),
     # one line that names the culprit
     Case("npy-header-claims-72-tib", [*EVAL[:4], "{w}/huge.npy", "--out", f"{OUT}/r.json"], 1,
          "header claims"),
@@ -347,7 +347,7 @@ def test_data_integrity_case(case: Case, world: Path, capsys):
     printed = captured.out + captured.err
     assert code == case.code, printed
     errors = [line for line in captured.err.splitlines() if line.strip()]
-    if case.argv[0] != "verify" or case.code == 2:  # verify reports on stdout; every other failure,
+    if case.argv[0] != "audit" or case.code == 2:  # audit reports on stdout; every other failure,
         assert len(errors) == 1 and errors[0].startswith("error: "), captured.err  # usage too: one line
     assert case.culprit in printed, printed
     assert "internal error" not in printed and "Traceback" not in printed

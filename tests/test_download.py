@@ -96,7 +96,7 @@ def test_closed_port_fails_fast_with_a_clear_error(tmp_path):
 @pytest.mark.slow
 def test_verify_reports_problems(tmp_path):
     write_fake_split(tmp_path, "train", n=30)
-    cli = [sys.executable, "-m", "ident3d.cli", "verify", str(tmp_path)]
+    cli = [sys.executable, "-m", "ident3d.cli", "audit", str(tmp_path)]
     ok = subprocess.run(cli, capture_output=True, text=True)
     assert ok.returncode == 0 and "30 images checked, 0 problems" in ok.stdout
     (tmp_path / "train/images/07.png").write_bytes(b"garbage")

@@ -98,7 +98,7 @@ def test_a_split_with_one_percent_of_its_images_swapped_is_not_the_track(cpu_tra
     manifest = json.loads((root / "test/manifest.json").read_text())
     manifest["files"] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in images}
     (root / "test/manifest.json").write_text(json.dumps(manifest))  # the swapper rewrites the checksums too
-    assert main(["-q", "verify", "--data", str(root), "--split", "test", "--track", "3dident-v2-64"]) == 1
+    assert main(["-q", "audit", "--data", str(root), "--split", "test", "--track", "3dident-v2-64"]) == 1
     out = capsys.readouterr().out
     assert "test: 5000 images checked, 0 problems" in out  # the layout is intact: only the track check fails
     assert "differs from a fresh render of its latents" in out and "688 images drawn at random" in out

@@ -216,8 +216,8 @@ CASES = [
                             ("zero-rows", "empty"), ("one-image", "at least 4"),
                             ("broken-manifest", "manifest.json"), ("missing-image", "07.png"),
                             ("packed-garbage", "images.npy"), ("bomb-image", "03.png"))],
-    # verify
-    Case("verify-no-split", ["verify", "{w}/models"], 1, "no split found"),
+    # audit
+    Case("audit-no-split", ["audit", "{w}/models"], 1, "no split found"),
     # train: numbers and folders at the boundary
     *[Case(f"train-{flag}-{value}", ["train", "--data", D, "--out", "{w}/out/run", f"--{flag}", value],
            2, f"--{flag}", "{w}/out/run")

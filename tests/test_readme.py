@@ -6,7 +6,7 @@ Only sizes are shrunk, mostly by appending flags (argparse keeps the last value)
 show real commands: renders use the preview preset at 64 px with 24 images (a shard I/N becomes
 I/1; a split grown from one of them gets 30) except track renders, which find the CPU track's
 whole 5,000-image test split already there (copied from the session's cached render,
-``cpu_track_data`` in conftest.py, which the page's own ``verify --track`` line proves to be the
+``cpu_track_data`` in conftest.py, which the page's own ``audit --track`` line proves to be the
 track's by re-rendering a random sample); training runs 2 steps on CPU, downloads come from a fake
 Zenodo record on 127.0.0.1, and leaderboard commands write into the scratch folder instead of the
 repository. `make demo` is run by test_demo.py (as `ident3d demo`) and `make test` is this suite
@@ -66,7 +66,7 @@ def test_every_readme_command_runs(tmp_path, monkeypatch, cpu_track_data):
 
     shutil.copytree(ENTRIES_DIR, tmp_path / "entries")
     # The CPU track's test split as `ident3d render --track` leaves it, from the cross-run cache: the
-    # render command then finds it complete, and `verify --track` still re-renders a random sample.
+    # render command then finds it complete, and `audit --track` still re-renders a random sample.
     for root in ("data/preview", "data/cpu-track"):  # the README's quickstarts, the tracks page
         shutil.copytree(cpu_track_data / "test", tmp_path / root / "test")
     write_fake_split(tmp_path / "src/3dident", "test", n=20, manifest=False)
@@ -123,7 +123,7 @@ def test_every_readme_command_runs(tmp_path, monkeypatch, cpu_track_data):
         print(f"  {spent:6.1f} s  {line}")
     assert len(seconds) == len(set(section_of.values())) >= 6  # every numbered quickstart ran
     verbs = {line.split()[1] for line in ran if line.startswith("ident3d")}
-    assert verbs >= {"render", "traverse", "download", "verify", "pack", "evaluate", "train", "leaderboard"}
+    assert verbs >= {"render", "traverse", "download", "audit", "pack", "evaluate", "train", "leaderboard"}
     assert verbs >= {"publish", "export", "import"}
     assert sum("\n" in block for block in ran) == 5  # the python blocks (a bash line has no newline)
     # re-scored identically

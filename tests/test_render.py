@@ -327,7 +327,7 @@ def test_the_render_command_repairs_missing_and_truncated_images_of_a_finished_s
     again = cli(*args)
     assert again.returncode == 0, again.stderr
     np.testing.assert_array_equal(pixels(tmp_path), before)
-    check = subprocess.run([sys.executable, "-m", "ident3d.cli", "verify", str(tmp_path)],
+    check = subprocess.run([sys.executable, "-m", "ident3d.cli", "audit", str(tmp_path)],
                            capture_output=True, text=True)
     assert check.returncode == 0 and "0 problems" in check.stdout, check.stdout
 
@@ -350,7 +350,7 @@ def test_every_fix_for_a_broken_rendered_split_is_a_command_that_works(tmp_path)
         with pytest.raises(DatasetError) as error:
             ThreeDIdent(tmp_path, "test").load_array(broken_index)
         command = str(error.value).split("`")[1]
-        assert command.startswith("ident3d verify"), str(error.value)
+        assert command.startswith("ident3d audit"), str(error.value)
         fixed = subprocess.run([sys.executable, "-m", "ident3d.cli", *shlex.split(command)[1:]],
                                capture_output=True, text=True)
         assert fixed.returncode == 0, fixed.stdout + fixed.stderr

@@ -102,7 +102,7 @@ def test_renders_with_other_worker_counts_verify_and_changed_data_does_not(tiny_
 
 @pytest.mark.blender
 def test_noise_with_the_tracks_latents_and_fingerprint_is_not_the_track(tiny_track, tmp_path):
-    """The fingerprint is easy to forge; a sample re-rendered at verify time is not."""
+    """The fingerprint is easy to forge; a sample re-rendered at audit time is not."""
     import shutil
 
     from PIL import Image

@@ -17,9 +17,10 @@ from ident3d import __version__
 from ident3d.errors import Ident3dError, did_you_mean
 
 OWN_LOGGERS = ("ident3d",)
-VERBS = ("info", "tracks", "render", "traverse", "pack", "download", "verify", "export", "import", "publish",
+VERBS = ("info", "tracks", "render", "traverse", "pack", "download", "audit", "export", "import", "publish",
          "train", "evaluate", "leaderboard", "synthetic", "demo")
 MODULE_OF_VERB = {"import": "import_split"}  # "import" is a Python keyword
+RENAMED = {"verify": "audit"}  # old verb -> new: "verified" is a leaderboard entry's status only
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -42,7 +43,9 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         hint = ""
         found = re.search(r"invalid choice: '?([^' ]+)'? \(choose from (.*)\)", message)
-        if found:
+        if found and found[1] in RENAMED:
+            hint = f" `{found[1]}` is now `{RENAMED[found[1]]}`, with the same options."
+        elif found:
             hint = did_you_mean(found[1], re.findall(r"'?([^',]+)'?(?:, |$)", found[2]))
         self.exit(2, f"error: {self.prog}: {message.rstrip('.')}.{hint} Fix: `{self.prog} --help` lists "
                      "the options.\n")

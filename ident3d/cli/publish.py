@@ -17,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", type=split_name, action="append",
                    help="split to publish (repeatable; default: every split under --data)")
     p.add_argument("--track", help="name the bundle as this benchmark track, after proving each split is "
-                                   "the track's (as `ident3d verify --track` does)")
+                                   "the track's (as `ident3d audit --track` does)")
     p.add_argument("--out", type=Path, required=True, help="the bundle folder (new or empty)")
     p.add_argument("--shard-size", type=positive_int, default=10_000, help="images per Parquet shard")
 

@@ -5,7 +5,7 @@ import argparse
 HELP = "list the benchmark tracks: their data, sizes, render time on 2 CPU cores and disk size"
 EXAMPLE = ("ident3d tracks\n"
            "  ident3d render --track 3dident-v2-64 --split test --data data/cpu-track --workers 2\n"
-           "  ident3d verify --data data/cpu-track --track 3dident-v2-64 --split test")
+           "  ident3d audit --data data/cpu-track --track 3dident-v2-64 --split test")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

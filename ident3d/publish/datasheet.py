@@ -61,7 +61,7 @@ def datasheet(facts: BundleFacts) -> str:
         ("Was any preprocessing done?", "No: images are stored as rendered (PNG); the latents are the "
          "exact values rendered."),
         ("Is the software used to preprocess the data available?", "ident3d renders, verifies and "
-         "exports the data (`ident3d render`, `ident3d verify`, `ident3d publish`)."),
+         "exports the data (`ident3d render`, `ident3d audit`, `ident3d publish`)."),
     ])
     lines += _section("Uses", [
         ("What tasks has the dataset been used for?", "Training encoders without labels and reading the "
@@ -78,7 +78,7 @@ def datasheet(facts: BundleFacts) -> str:
     ])
     lines += _section("Maintenance", [
         ("How can the data be checked?", "`ident3d import` checks every image against the manifest's "
-         "sha256; `ident3d verify --track` proves a split is a track's, re-rendering a sample."),
+         "sha256; `ident3d audit --track` proves a split is a track's, re-rendering a sample."),
         ("Will the dataset be updated?", "A track's data never changes: a change to the variant, the "
          "render settings, the sizes or the seeds makes a new track version."),
     ])

@@ -4,7 +4,7 @@ The tracks are data (``ident3d/tracks.toml``). A split *is* a track's split only
 says so, never a record a user can write: for a rendered track, the latents are bit-identical
 (sha256), the variant spec has the track's content hash, every pixel setting is equal, the pixel
 fingerprint is within the track's tolerance, and a random sample of its images, re-rendered at
-verify time, matches; for the published track, a content hash over all its files equals the pinned
+audit time, matches; for the published track, a content hash over all its files equals the pinned
 one. Every other split is ``custom:<hash>``: a hash of its latents, variant and pixel settings, so
 results on equal data share a key and results on different data never do (docs/tracks.md).
 """

@@ -31,7 +31,7 @@ RENDERERS = "ident3d.renderers"  # entry point group: render/ offers the Blender
 if TYPE_CHECKING:
     from ident3d.datasets import ImageReads
 
-QUICK_RECHECK_IMAGES = 4  # images `verify --quick` re-renders (the full check: the track's recheck.images)
+QUICK_RECHECK_IMAGES = 4  # images `audit --quick` re-renders (the full check: the track's recheck.images)
 
 
 def custom_key(latents: np.ndarray, manifest: dict[str, Any] | None) -> str:

@@ -44,7 +44,7 @@ class Track:
     splits: dict[str, SplitSpec]
     render: dict[str, Any] = field(default_factory=dict)
     fingerprint: dict[str, Any] = field(default_factory=dict)
-    recheck: dict[str, Any] = field(default_factory=dict)  # images re-rendered at verify, tolerance
+    recheck: dict[str, Any] = field(default_factory=dict)  # images re-rendered at audit, tolerance
     render_s_per_image: float | None = None
     fresh_images: int | None = None  # images a fresh draw renders by default (ident3d.fresh)
     fresh_min: int | None = None  # the smallest fresh draw a verified entry may rest on (ident3d.draw_size)

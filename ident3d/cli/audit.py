@@ -7,8 +7,8 @@ from pathlib import Path
 from ident3d.cli.arguments import add_dataset_root, positive_int, split_name
 
 HELP = "check a dataset: layout, counts, latent ranges, every image decodes, checksums; --repair fixes"
-EXAMPLE = ("ident3d verify --data data/3dident --split test --quick\n"
-           "  ident3d verify --data data/3dident --split train --repair   # re-render broken images, re-pack")
+EXAMPLE = ("ident3d audit --data data/3dident --split test --quick\n"
+           "  ident3d audit --data data/3dident --split train --repair   # re-render broken images, re-pack")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     splits = splits_under(args.data, args.split)
     if args.full and (args.quick or not args.track):
         print("error: --full re-renders every image of a track's split, so it needs --track and excludes "
-              "--quick. Fix: ident3d verify --data ROOT --split test --track NAME --full", file=sys.stderr)
+              "--quick. Fix: ident3d audit --data ROOT --split test --track NAME --full", file=sys.stderr)
         return 2
     failed = False
     for split in splits:
