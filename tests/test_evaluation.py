@@ -450,3 +450,29 @@ def test_an_evaluation_of_a_track_opens_each_image_file_once(tmp_path, monkeypat
     assert result.document["dataset"]["track"] == "fake@1"
     images = [os.fspath(split.image_path(i)) for i in range(40)]
     assert [opened[path] for path in images] == [1] * 40
+
+
+def test_a_split_whose_manifest_records_pairs_is_scored_by_pair(tmp_path, monkeypatch):
+    """The evaluator tells the protocol what the split's manifest says: rows 2i and 2i + 1 are a pair
+    (a content/style or ``render --pairs`` split), so no pair is parted between fit and score rows."""
+    from ident3d import protocols
+
+    told = []
+    halves = type(protocols.REGISTRY["ident3d-eval-v1"])
+    score = halves.score
+
+    def spy(self, z, h, names=None, ood=None, paired=False):
+        told.append(paired)
+        return score(self, z, h, names, ood, paired)
+
+    monkeypatch.setattr(halves, "score", spy)
+    for pairs in (None, {"style": ["object_hue"]}):
+        root = tmp_path / f"data-{bool(pairs)}"
+        write_fake_split(root, "test", n=64, size=8)
+        if pairs:
+            manifest = json.loads((root / "test/manifest.json").read_text())
+            (root / "test/manifest.json").write_text(json.dumps({**manifest, "pairs": pairs}))
+        np.save(tmp_path / "h.npy", np.load(root / "test/raw_latents.npy"))
+        result = evaluate(tmp_path / "h.npy", root, progress=False).document
+        assert result["n_fit"] % 2 == 0
+    assert told == [False, True]
