@@ -30,10 +30,10 @@ def describe(run: dict[str, Any]) -> dict[str, str]:
     elif config["positives"] == "augment":
         positives = "SimCLR image augmentations"
     elif config["positives"] == "rendered":
-        spec = paired_spec(config)
-        positives = (f"content/style pairs rendered exactly: {', '.join(spec['style'])} redrawn, the other "
-                     "latents shared" if spec.get("style") else
-                     f"{spec['conditional'].capitalize()} (scale {spec['scale']}), pairs rendered exactly "
+        pairs = paired_spec(config)
+        positives = (f"content/style pairs rendered exactly: {', '.join(pairs['style'])} redrawn, the other "
+                     "latents shared" if pairs.get("style") else
+                     f"{pairs['conditional'].capitalize()} (scale {pairs['scale']}), pairs rendered exactly "
                      "(no snapping)")
     else:
         positives = f"{config['conditional'].capitalize()} (scale {config['scale']})"
@@ -84,14 +84,14 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
         publish_key(signer, keyring_folder(entries))
     written = []
     finished = load_runs(out)
-    for spec in experiment.runs:
-        run = finished.get(spec.folder)
+    for planned in experiment.runs:
+        run = finished.get(planned.folder)
         if run is None:
             continue
         about = describe(run)
-        data = experiment.data_root(out, spec.data)
+        data = experiment.data_root(out, planned.data)
         track = run["results"][DEFAULT]["dataset"].get("track", "custom data")
-        entry_id = experiment.entry_id(spec) + ("-verified" if signer is not None else "")
+        entry_id = experiment.entry_id(planned) + ("-verified" if signer is not None else "")
         checkpoint = run["folder"] / "encoder.pt2"
         todo = [protocol for protocol in REGISTRY
                 if not entry_path(entries, {"protocol": protocol, "id": entry_id}).exists()]
@@ -112,11 +112,11 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
             proof = signer.sign(record_for(entry_id, result.document)) if signer is not None else None
             entry = entry_from_result(
                 result, entry_id, status="verified" if signer is not None else "public-split",
-                name=f"{spec.folder} ({experiment.label})", authors=["ident3d maintainers"],
+                name=f"{planned.folder} ({experiment.label})", authors=["ident3d maintainers"],
                 training_data=training_data(run["config"], track), positives=about["positives"],
                 loss=about["loss"], model_space=about["model_space"],
-                footnote=f"{about['budget']}; reproduce: {reproduce_command(experiment, spec)}",
-                seed_group=None if signer is not None else spec.group, verification=proof)
+                footnote=f"{about['budget']}; reproduce: {reproduce_command(experiment, planned)}",
+                seed_group=None if signer is not None else planned.group, verification=proof)
             written.append(write_entry(entry, entries))
     return written
 
@@ -136,13 +136,13 @@ def rescore_entries(experiment: Experiment, out: Path, entries: Path, refreshed:
     from ident3d.readers import read_json
 
     lines = ["| entry | checkpoint sha256 | re-scored | verdict |", "|---|---|---|---|"]
-    for spec in experiment.runs:
-        checkpoint = Path(out) / "runs" / spec.folder / "encoder.pt2"
+    for planned in experiment.runs:
+        checkpoint = Path(out) / "runs" / planned.folder / "encoder.pt2"
         if not checkpoint.exists():
             continue
         for protocol in REGISTRY:
-            entry_id = f"{protocol}/{experiment.entry_id(spec)}"
-            path = entry_path(entries, {"protocol": protocol, "id": experiment.entry_id(spec)})
+            entry_id = f"{protocol}/{experiment.entry_id(planned)}"
+            path = entry_path(entries, {"protocol": protocol, "id": experiment.entry_id(planned)})
             if not path.exists():
                 lines.append(f"| {entry_id} | – | – | no entry (add it with --add-entries) |")
                 continue
@@ -150,7 +150,7 @@ def rescore_entries(experiment: Experiment, out: Path, entries: Path, refreshed:
             try:  # an entry file that is no valid entry is a difference too, named by its field
                 shown = read_json(path, ResultError, "restore it from git or add it again with --add-entries")
                 checked = rescore_entry(Entry.parse(shown, str(path)), checkpoint,
-                                        experiment.data_root(out, spec.data))
+                                        experiment.data_root(out, planned.data))
             except ResultError as error:
                 recorded = shown.get("checkpoint_sha256") if isinstance(shown, dict) else None
                 same_file = atomic.sha256_file(checkpoint) == recorded

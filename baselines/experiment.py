@@ -124,44 +124,44 @@ def _parsed(path: Path, text: str) -> Experiment:
         raise ExperimentError(f"{path}: not a readable TOML file ({error}). Fix: see "
                               "baselines/cpu_track.toml.") from None
     data, budgets = document.get("data", {}), document.get("budgets", {})
-    for name, spec in data.items():
-        kinds = [k for k in ("track", "pairs", "render") if k in spec]
+    for name, table in data.items():
+        kinds = [k for k in ("track", "pairs", "render") if k in table]
         if len(kinds) != 1:
             raise ExperimentError(f"{path}: data.{name} needs exactly one of track, pairs, render (has "
                                   f"{kinds or 'none'}). Fix: give one.")
-        if isinstance(spec.get("pairs", {}).get("scale"), str):  # the named preset's scales, not a copy
-            spec["pairs"]["scale"] = _preset_scale(path, f"data.{name}.pairs.scale", spec["pairs"]["scale"])
-        if "test" in spec and spec["test"] not in data:
-            raise ExperimentError(f"{path}: data.{name}.test = {spec['test']!r} is no data set. Fix: name "
+        if isinstance(table.get("pairs", {}).get("scale"), str):  # the named preset's scales, not a copy
+            table["pairs"]["scale"] = _preset_scale(path, f"data.{name}.pairs.scale", table["pairs"]["scale"])
+        if "test" in table and table["test"] not in data:
+            raise ExperimentError(f"{path}: data.{name}.test = {table['test']!r} is no data set. Fix: name "
                                   f"one of {', '.join(data)}.")
     runs = []
-    for i, spec in enumerate(document.get("runs", [])):
-        where = f"{path}: runs[{i}] ({spec.get('name', 'no name')})"
-        unknown = set(spec) - {"name", "data", "preset", "budget", "seed", "seeds", "set", "continues"}
-        if unknown or not {"name", "data", "preset"} <= set(spec):
+    for i, table in enumerate(document.get("runs", [])):
+        where = f"{path}: runs[{i}] ({table.get('name', 'no name')})"
+        unknown = set(table) - {"name", "data", "preset", "budget", "seed", "seeds", "set", "continues"}
+        if unknown or not {"name", "data", "preset"} <= set(table):
             raise ExperimentError(f"{where}: needs name, data and preset; unknown keys {sorted(unknown)}. "
                                   "Fix: see baselines/cpu_track.toml.")
-        if not safe_name(str(spec["name"])):
-            raise ExperimentError(f"{where}: name {spec['name']!r} is not a folder name (letters, digits, "
+        if not safe_name(str(table["name"])):
+            raise ExperimentError(f"{where}: name {table['name']!r} is not a folder name (letters, digits, "
                                   "'-', '_' and single dots, starting with a letter or digit). Fix: rename "
                                   "it.")
-        if "continues" in spec and not safe_name(str(spec["continues"])):
-            raise ExperimentError(f"{where}: continues {spec['continues']!r} is not a run folder name. Fix: "
+        if "continues" in table and not safe_name(str(table["continues"])):
+            raise ExperimentError(f"{where}: continues {table['continues']!r} is not a run folder name. Fix: "
                                   "name the folder of the run to continue (NAME or NAME-sSEED).")
-        if spec["data"] not in data:
-            raise ExperimentError(f"{where}: data {spec['data']!r} is not defined. Fix: add "
-                                  f"[data.{spec['data']}].")
+        if table["data"] not in data:
+            raise ExperimentError(f"{where}: data {table['data']!r} is not defined. Fix: add "
+                                  f"[data.{table['data']}].")
         budget = {}
-        if spec["preset"] != "pixels":
-            if spec.get("budget") not in budgets:
-                raise ExperimentError(f"{where}: budget {spec.get('budget')!r} is not one of "
+        if table["preset"] != "pixels":
+            if table.get("budget") not in budgets:
+                raise ExperimentError(f"{where}: budget {table.get('budget')!r} is not one of "
                                       f"{', '.join(budgets)}. Fix: name one.")
-            budget = budgets[spec["budget"]]
-        seeds = spec.get("seeds")
-        for seed in seeds if seeds is not None else [spec.get("seed", 0)]:
-            folder = f"{spec['name']}-s{seed}" if seeds is not None else spec["name"]
-            runs.append(Run(folder, spec["name"], spec["data"], spec["preset"], int(seed), dict(budget),
-                            dict(spec.get("set", {})), spec.get("continues")))
+            budget = budgets[table["budget"]]
+        seeds = table.get("seeds")
+        for seed in seeds if seeds is not None else [table.get("seed", 0)]:
+            folder = f"{table['name']}-s{seed}" if seeds is not None else table["name"]
+            runs.append(Run(folder, table["name"], table["data"], table["preset"], int(seed), dict(budget),
+                            dict(table.get("set", {})), table.get("continues")))
     folders = [r.folder for r in runs]
     if len(set(folders)) != len(folders):
         raise ExperimentError(f"{path}: two runs share a folder name. Fix: give each [[runs]] its own name.")
@@ -187,13 +187,13 @@ def render_jobs(experiment: Experiment, out: Path, name: str) -> list:
     from ident3d.render.job import plan_job, plan_track_job
     from ident3d.render.settings import resolve_settings
 
-    spec, root = experiment.data[name], experiment.data_root(out, name)
-    if "track" in spec:  # an OOD track's OOD splits too
-        track = get_track(spec["track"])
+    table, root = experiment.data[name], experiment.data_root(out, name)
+    if "track" in table:  # an OOD track's OOD splits too
+        track = get_track(table["track"])
         names = sorted(track.splits, key=lambda s: (s == "train", s != "test", s))
         return [plan_track_job(root, track, split) for split in names]
-    if "pairs" in spec:
-        p = spec["pairs"]
+    if "pairs" in table:
+        p = table["pairs"]
         if "style" in p:  # a content/style split: the style latents resampled, the rest shared
             pairs = {"conditional": "normal", "scale": 0.1, "beta": None, "style": list(p["style"])}
         else:
@@ -203,7 +203,7 @@ def render_jobs(experiment: Experiment, out: Path, name: str) -> list:
         settings = resolve_settings(p["preset"], p["resolution"], None, device="cpu")
         return [plan_job(root, p.get("split", "train"), n=p["n"], seed=p["seed"], variant=p["variant"],
                          settings=settings, pairs=pairs)]
-    r = spec["render"]
+    r = table["render"]
     settings = resolve_settings(r.get("preset", "preview"), r["resolution"], r.get("samples"), device="cpu")
     return [plan_job(root, split, n=r[f"n_{split}"], seed=r[f"seed_{split}"], variant=r.get("variant", "v2"),
                      settings=settings) for split in ("test", "train")]
@@ -215,16 +215,16 @@ def prepare_data(experiment: Experiment, out: Path, name: str, workers: int, tra
     from ident3d.packing import pack_split
     from ident3d.render.job import render_split
 
-    spec, root = experiment.data[name], experiment.data_root(out, name)
+    table, root = experiment.data[name], experiment.data_root(out, name)
     for job in render_jobs(experiment, out, name):
         if job.layout.split == "train" and not train:
             continue
         render_split(job, workers=workers, progress=False)
         if not job.layout.packed.exists():
             pack_split(root, job.layout.split, progress=False)
-    if "test" in spec and not (root / "test").exists():  # scored on another data set's test split
+    if "test" in table and not (root / "test").exists():  # scored on another data set's test split
         root.mkdir(parents=True, exist_ok=True)  # nothing rendered here when no selected run trains on it
-        os.symlink((experiment.data_root(out, spec["test"]) / "test").resolve(), root / "test")
+        os.symlink((experiment.data_root(out, table["test"]) / "test").resolve(), root / "test")
     for ready in {experiment.data_ready(out, name, train=False), experiment.data_ready(out, name, train)}:
         atomic.write_bytes(ready, b"")
     return root
