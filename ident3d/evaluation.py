@@ -409,7 +409,7 @@ def _score_draw(public: ScoredSplit, draw: RenderedDraw, progress: bool) -> dict
                                             paired=test.paired)
         reported = _reported(readout.protocol, scored, names, test, (public.latents_fit, readout.h_fit),
                              (test.latents, h))
-        gap = fresh_module.memorisation_gap(public.readout, public.held_out, (z, h), seed)
+        gap = fresh_module.memorisation_gap(public.readout, public.held_out, (z, h), seed, paired=test.paired)
         regions = [{"split": split, "n": n, "gap": fresh_module.memorisation_gap(
                         public.readout, public.ood[split], drawn[split], seed)} for split in public.ood]
     return {"seed": seed, "seed_source": "given" if draw.given else "entropy", "n": n,

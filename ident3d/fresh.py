@@ -89,10 +89,16 @@ class Readout:
         """The means as the protocol takes them (R² clipped per latent or after the mean)."""
         return {key: self.protocol.mean(values) for key, values in per.items()}
 
-    def resampled(self, z: np.ndarray, h: np.ndarray, draws: int, rng: np.random.Generator
-                  ) -> dict[str, np.ndarray]:
-        """Each gap metric's mean over ``draws`` resamples (with replacement) of the scored rows."""
-        rows = rng.integers(0, len(z), size=(draws, len(z)))
+    def resampled(self, z: np.ndarray, h: np.ndarray, draws: int, rng: np.random.Generator,
+                  paired: bool = False) -> dict[str, np.ndarray]:
+        """Each gap metric's mean over ``draws`` resamples (with replacement) of the scored rows; of
+        whole pairs when ``paired`` (rows 2k and 2k + 1 share their content, so they are one draw of
+        the distribution, not two: resampled alone, the interval would be too narrow)."""
+        if paired:
+            pairs = rng.integers(0, len(z) // 2, size=(draws, len(z) // 2))
+            rows = np.stack([2 * pairs, 2 * pairs + 1], axis=-1).reshape(draws, -1)
+        else:
+            rows = rng.integers(0, len(z), size=(draws, len(z)))
         prediction = self.linear.predict(h)
         clip_each = self.protocol.clips_each_latent
         return {"linear_r2": metrics.bootstrap_r2(z, prediction, rows, clip_each=clip_each),
@@ -101,12 +107,15 @@ class Readout:
 
 def memorisation_gap(readout: Readout, public: tuple[np.ndarray, np.ndarray],
                      fresh: tuple[np.ndarray, np.ndarray], seed: int,
-                     draws: int = BOOTSTRAP_DRAWS) -> dict[str, dict[str, Any]]:
+                     draws: int = BOOTSTRAP_DRAWS, paired: bool = False) -> dict[str, dict[str, Any]]:
     """Per gap metric: the public score rows' and the fresh draw's scores under the same read-out,
     the fresh score's 95% interval, the gap (public minus fresh) and its 95% percentile-bootstrap
-    interval, and whether it lies above chance (the interval excludes 0 on the positive side)."""
+    interval, and whether it lies above chance (the interval excludes 0 on the positive side).
+    ``paired``: both sets hold pairs as rows 2k and 2k + 1 (a content/style track; the protocols keep
+    a pair's rows together and adjacent), resampled by pair."""
     rng = np.random.default_rng([seed, 1])
-    on_public, on_fresh = readout.resampled(*public, draws, rng), readout.resampled(*fresh, draws, rng)
+    on_public = readout.resampled(*public, draws, rng, paired)
+    on_fresh = readout.resampled(*fresh, draws, rng, paired)
     public_means = readout.means(readout.per_latent(*public))
     fresh_means = readout.means(readout.per_latent(*fresh))
     out = {}

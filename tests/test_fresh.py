@@ -183,3 +183,26 @@ def test_the_experiment_driver_verifies_a_run_as_one_resumable_step(cpu_track_da
     assert stamps == {p.name: p.stat().st_mtime_ns for p in entries.rglob("*.json")}
     assert load_experiment(tmp_path / "pixels.toml").runs[0].folder == "v2-pixels"
 
+
+
+def test_a_paired_set_is_resampled_by_pair():
+    """Rows 2k and 2k + 1 of a content/style set share their content: one draw of the distribution, not
+    two. Resampled by pair, the gap's interval is as wide as that of the pairs alone; resampled row by
+    row it would be narrower by about sqrt(2), and the flag would fire on chance more often."""
+    from ident3d.protocols import REGISTRY
+
+    rng = np.random.default_rng(0)
+    z = np.repeat(rng.uniform(-1, 1, (400, 10)), 2, axis=0)
+    h = z + 0.3 * np.repeat(rng.normal(size=(400, 10)), 2, axis=0)
+    scoring = REGISTRY["ident3d-eval-v1"]
+    public = scoring.score(z, h, paired=True)
+    readout = fresh_module.Readout(z[public.fit], h[public.fit], public.assignment, scoring)
+    held = (z[public.test], h[public.test])
+    assert (held[0][0::2] == held[0][1::2]).all()  # the protocol keeps each pair's rows adjacent
+
+    def width(paired: bool) -> float:
+        gap = fresh_module.memorisation_gap(readout, held, held, seed=1, paired=paired)
+        low, high = gap["linear_r2"]["ci95"]
+        return high - low
+
+    assert width(True) > 1.2 * width(False)

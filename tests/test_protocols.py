@@ -216,6 +216,8 @@ def test_a_paired_split_is_halved_by_pair(protocol):
     z, _ = paired_split()
     s = scored_paired_split(protocol, True)
     assert not set(s.fit // 2) & set(s.test // 2)
+    unseen = s.unseen_rows()  # a fresh draw's gap resamples these by pair: rows 2k, 2k + 1 of the set
+    assert (unseen[0::2] // 2 == unseen[1::2] // 2).all() and (unseen[0::2] % 2 == 0).all()
     assert len(s.fit) + len(s.test) == min(len(z), 4096) and len(s.fit) % 2 == 0
 
 
