@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from PIL import Image, ImageDraw, ImageFont, PngImagePlugin
 
@@ -221,6 +222,7 @@ class Chart:
     title_size: int = 13
     marks: list[_Mark] = field(default_factory=list)
     axes: dict[str, str] = field(default_factory=dict)  # "x" and "y": each axis's label with its unit
+    source_key: ClassVar[str] = PNG_SOURCE_KEY  # the PNG text chunk its ``digest`` travels in
 
     def __post_init__(self) -> None:
         self.marks.append(_Text(self.left, 16, self.title, size=self.title_size))
@@ -333,8 +335,9 @@ def figure_axes(path: Path) -> dict[str, str]:
     return dict(part.split(": ", 1) for part in held.split("; ") if ": " in part)
 
 
-def png_source(path: Path) -> str | None:
-    """The digest of the chart a PNG was drawn from (``Chart.png``); None for any other PNG."""
+def png_source(path: Path, key: str = PNG_SOURCE_KEY) -> str | None:
+    """The digest a PNG carries of what it was drawn from (a chart's: ``Chart.png``; another figure's
+    under its own ``key``); None for a PNG without one."""
     with Image.open(path) as image:
-        return image.text.get(PNG_SOURCE_KEY) if isinstance(image, PngImagePlugin.PngImageFile) else None
+        return image.text.get(key) if isinstance(image, PngImagePlugin.PngImageFile) else None
 

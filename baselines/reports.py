@@ -1,16 +1,19 @@
 """Every generated artefact of the repository, from one table: the marked blocks of README.md and the
-docs, the figures, docs/synthetic-results.md, LEADERBOARD.md and the leaderboard page.
+docs, the figures (charts, and the traversals Blender renders), docs/synthetic-results.md,
+LEADERBOARD.md and the leaderboard page.
 
     python -m ident3d.baselines.reports --check                  # name every stale artefact (exit 1)
     python -m ident3d.baselines.reports --write                  # regenerate them all
     python -m ident3d.baselines.reports --write --only anisotropy
 
 Each artefact is made by a producer from the committed data alone, read once per command
-(``Sources``: the leaderboard entries, the kept learning curves, the synthetic results), so a number
-edited by hand in a page fails ``--check`` with the name of its block. A block sits between two
-marker lines that name this command; the markers stay, the text between them is replaced. The tables
-measured by a benchmark (``benchmarks/snapping.py``, ``benchmarks/lean_install.py``) are not here:
-they change only when their benchmark runs again, which writes them.
+(``Sources``: the leaderboard entries, the kept learning curves, the synthetic results, the figures a
+benchmark measured), so a number edited by hand in a page fails ``--check`` with the name of its
+block. A block sits between two marker lines that name this command; the markers stay, the text
+between them is replaced. A benchmark's blocks move only when the benchmark measures again (it
+commits its figures, then writes its blocks through this registry). A drawn figure is compared by
+the digest its PNG carries of what it was drawn from, never by pixels: a chart's SVG, a traversal's
+recipe and renderer sources (``traversal_figures``; redrawing those takes Blender).
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ident3d import atomic
-from ident3d.baselines.charts import Chart, png_source
+from ident3d.baselines.charts import png_source
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 COMMAND = "python -m ident3d.baselines.reports --write"
@@ -55,6 +58,23 @@ class Sources:
     @property
     def synthetic(self) -> Path:
         return self.root / "baselines" / "synthetic" / "results"
+
+    def measured(self, name: str) -> dict[str, Any]:
+        from ident3d.baselines import measured_tables
+
+        return measured_tables.load(self.root, name)
+
+
+class Drawn(Protocol):
+    """A figure kept as a PNG that carries, in its text chunk ``source_key``, the ``digest`` of what
+    it draws (``charts.Chart``, ``traversal_figures.TraversalFigure``)."""
+
+    @property
+    def source_key(self) -> str: ...
+
+    def digest(self) -> str: ...
+
+    def png(self) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -90,21 +110,16 @@ def with_block(page: Path, block: str, begin: str, end: str) -> str:
     return head + block + tail
 
 
-def write_block(block: str, begin: str, end: str, page: Path) -> None:
-    """Put a measured table into its page (the benchmarks' blocks, which only a new measurement moves)."""
-    atomic.write_bytes(page, with_block(page, block, begin, end).encode())
-
-
 @dataclass(frozen=True)
 class Files:
     """Whole generated files: a page, or a folder that holds exactly the figures made (SVG text, or a
-    ``Chart`` kept as a PNG that carries the digest of what it draws)."""
+    ``Drawn`` figure kept as a PNG)."""
 
     name: str
-    produce: Callable[[Sources], Mapping[str, str | Chart]]  # path relative to the repository -> content
+    produce: Callable[[Sources], Mapping[str, str | Drawn]]  # path relative to the repository -> content
     folder: str | None = None  # a folder whose other .svg and .png files are stale
 
-    def outputs(self, sources: Sources) -> dict[Path, str | Chart]:
+    def outputs(self, sources: Sources) -> dict[Path, str | Drawn]:
         return {sources.root / path: content for path, content in self.produce(sources).items()}
 
     def strays(self, sources: Sources, made: Mapping[Path, Any]) -> list[Path]:
@@ -115,7 +130,7 @@ class Files:
         return sorted(p for pattern in ("*.svg", "*.png") for p in folder.glob(pattern) if p not in made)
 
 
-def _in(folder: str, made: Mapping[str, str | Chart]) -> dict[str, str | Chart]:
+def _in(folder: str, made: Mapping[str, str | Drawn]) -> dict[str, str | Drawn]:
     return {f"{folder}/{name}": content for name, content in made.items()}
 
 
@@ -128,6 +143,7 @@ def _blocks() -> list[Block]:
         entries_report,
         flag_calibration,
         learning_curves,
+        measured_tables,
         ood_report,
         relations,
         relations_summary,
@@ -151,16 +167,22 @@ def _blocks() -> list[Block]:
         Block("dataset-card", "docs/dataset-card.md", lambda s: dataset_card("v2")),
         Block("fresh-draw-size", "docs/submissions.md", lambda s: draw_size.markdown()),
         Block("flag-calibration", "docs/submissions.md", lambda s: flag_calibration.markdown()),
+        Block("snapping", "docs/data.md",
+              lambda s: measured_tables.spreads_table(s.measured(measured_tables.SNAPPING))),
+        Block("conditional-shapes", "docs/cpu-track.md",
+              lambda s: measured_tables.shapes_table(s.measured(measured_tables.SNAPPING))),
+        Block("lean-install", "README.md",
+              lambda s: measured_tables.lean_install_line(s.measured(measured_tables.LEAN_INSTALL))),
     ]
 
 
 def _files() -> list[Files]:
-    from ident3d.baselines import learning_curves, ood_report
+    from ident3d.baselines import learning_curves, ood_report, traversal_figures
     from ident3d.baselines.synthetic import report as synthetic
     from ident3d.leaderboard.markdown import render_markdown
     from ident3d.leaderboard.site import render_site
 
-    def learning(s: Sources) -> dict[str, str | Chart]:
+    def learning(s: Sources) -> dict[str, str | Drawn]:
         return _in("docs/learning-curves", learning_curves.figures(s.curves))
 
     return [
@@ -173,6 +195,8 @@ def _files() -> list[Files]:
               folder=f"docs/{synthetic.FIGURES}"),
         Files("leaderboard", lambda s: {"LEADERBOARD.md": render_markdown(s.entries),
                                         "leaderboard/site/index.html": render_site(s.entries)}),
+        *(Files(Path(path).stem, lambda s, path=path, figure=figure: {path: figure})
+          for path, figure in traversal_figures.FIGURES.items()),
     ]
 
 
@@ -181,15 +205,15 @@ def artefacts() -> list[Block | Files]:
     return [*_blocks(), *_files()]
 
 
-def is_current(path: Path, content: str | Chart) -> bool:
+def is_current(path: Path, content: str | Drawn) -> bool:
     if not path.is_file():
         return False
-    if isinstance(content, Chart):
-        return png_source(path) == content.digest()
-    return path.read_text() == content
+    if isinstance(content, str):
+        return path.read_text() == content
+    return png_source(path, content.source_key) == content.digest()
 
 
-def compare(artefact: Block | Files, sources: Sources) -> tuple[dict[Path, str | Chart], list[Path]]:
+def compare(artefact: Block | Files, sources: Sources) -> tuple[dict[Path, str | Drawn], list[Path]]:
     """What the producer makes now, and the files that differ from it (stray figures included)."""
     outputs = artefact.outputs(sources)
     changed = [path for path, content in outputs.items() if not is_current(path, content)]
@@ -209,7 +233,7 @@ def write(artefact: Block | Files, sources: Sources) -> list[Path]:
             continue
         content = outputs[path]
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_bytes(path, content.png() if isinstance(content, Chart) else content.encode())
+        atomic.write_bytes(path, content.encode() if isinstance(content, str) else content.png())
     return touched
 
 

@@ -1,14 +1,14 @@
 """Lean install benchmark: the core plus FAISS on PyTorch's CPU build, in a fresh virtual environment.
 
-    python -m benchmarks.lean_install [--torch "PIP ARGS"] [--venv DIR] [--readme]   (repo root)
+    python -m benchmarks.lean_install [--torch "PIP ARGS"] [--venv DIR] [--write]   (repo root)
 
 Creates a venv, installs torch the way ``--torch`` says (by default PyTorch's CPU index), then
 ``ident3d[faiss]`` from this clone, and measures the time of each step and the venv's size. In the
 new venv it then writes a small fake split, exports a small encoder and scores it with
 ``ident3d.evaluate`` (the sandboxed path), and lists what must not be there: bpy, torchvision,
 NVIDIA or CUDA distributions, and CUDA libraries mapped into the process. Prints a Markdown
-section; ``--readme`` also writes the figures to ``benchmarks/lean-install.json`` and the README's
-measured lines from them (tests/test_lean_install.py checks that the two agree).
+section; ``--write`` also commits the figures to ``benchmarks/measured/lean-install.json`` and
+regenerates the README's measured line from them through the reports registry.
 """
 
 from __future__ import annotations
@@ -23,13 +23,11 @@ import time
 from pathlib import Path
 
 from ident3d import atomic
-from ident3d.baselines.reports import write_block
+from ident3d.baselines import measured_tables, reports
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_INDEX = "torch --index-url https://download.pytorch.org/whl/cpu"
-FIGURES = REPO / "benchmarks" / "lean-install.json"  # the committed measurement the README shows
-README_BEGIN = "<!-- lean-install:begin (python -m benchmarks.lean_install --readme) -->"
-README_END = "<!-- lean-install:end -->"
+FIGURES = measured_tables.measured_file(REPO, measured_tables.LEAN_INSTALL)  # what the README shows
 
 # Run by the new venv's Python: what is installed, and one real evaluation.
 CHECK = r"""
@@ -110,33 +108,20 @@ def markdown(figures: dict) -> str:
     ])
 
 
-def readme_block(figures: dict) -> str:
-    """The README's measured lines, between the markers."""
-    seconds = figures["torch_seconds"] + figures["core_seconds"]
-    return "\n".join([
-        README_BEGIN,
-        f"Measured (`python -m benchmarks.lean_install --torch {Path(figures['torch_install']).name}`, "
-        f"torch {figures['torch']}, Python {figures['python']}): {figures['venv_mb']:,} MB on disk, "
-        f"{seconds:.0f} s to install "
-        f"({figures['torch_seconds']:.0f} s torch, {figures['core_seconds']:.0f} s the rest), "
-        f"no NVIDIA, CUDA, bpy or torchvision package; `ident3d.evaluate` ran the sandboxed path.",
-        README_END])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--torch", default=CPU_INDEX,
                         help=f"pip arguments that install torch (default: {CPU_INDEX})")
     parser.add_argument("--venv", type=Path, help="where to build the venv (default: a temporary folder)")
-    parser.add_argument("--readme", action="store_true",
-                        help=f"write the figures to {FIGURES.relative_to(REPO)} and the README's lines")
+    parser.add_argument("--write", action="store_true",
+                        help=f"commit the figures to {FIGURES.relative_to(REPO)}, regenerate the README line")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         figures = measure(args.venv or Path(tmp) / "venv", args.torch)
     print(markdown(figures))
-    if args.readme:
+    if args.write:
         atomic.write_bytes(FIGURES, (json.dumps(figures, indent=1) + "\n").encode())
-        write_block(readme_block(figures), README_BEGIN, README_END, REPO / "README.md")
+        reports.main(["--write", "--only", "lean-install"])
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from ident3d.baselines import reports
 from ident3d.baselines.charts import PALETTE, Chart, png_source
 
 ROOT = Path(__file__).resolve().parents[1]
-READ_ONLY = ("leaderboard/entries", "baselines/curves", "baselines/synthetic/results")
+READ_ONLY = ("leaderboard/entries", "baselines/curves", "baselines/synthetic/results", "benchmarks/measured")
 PAGES = ("docs", "README.md", "LEADERBOARD.md", "leaderboard/site")
 
 
@@ -94,6 +94,35 @@ def test_a_figures_folder_keeps_exactly_the_figures_made(tmp_path):
     reports.write(figures, sources)
     assert sorted(p.name for p in folder.iterdir()) == ["a.png", "a.svg", "notes.md"]
     assert png_source(folder / "a.png") == chart.digest() and reports.stale(figures, sources) == []
+
+
+def test_a_traversal_figure_is_stale_when_its_renderer_or_recipe_moves(tmp_path, monkeypatch):
+    """Redrawing a traversal takes Blender, so a figure is judged by the recipe digest its PNG carries:
+    the grids it draws and every source file of the renderer and the variants."""
+    import shutil
+
+    from PIL import Image, PngImagePlugin
+
+    from ident3d.baselines import traversal_figures as tf
+
+    figure = tf.TraversalFigure((tf.Grid("v2", "preview", 32),))
+    info = PngImagePlugin.PngInfo()
+    info.add_text(tf.RECIPE_KEY, figure.digest())
+    Image.new("RGB", (8, 8)).save(tmp_path / "fig.png", pnginfo=info)
+    Image.new("RGB", (8, 8)).save(tmp_path / "plain.png")
+    row = reports.Files("fig", lambda s: {"fig.png": figure, "plain.png": figure})
+    sources = reports.Sources(tmp_path)
+    assert reports.stale(row, sources) == [tmp_path / "plain.png"]  # no digest: stale
+    assert tf.TraversalFigure((tf.Grid("v2", "preview", 48),)).digest() != figure.digest()
+
+    package = tmp_path / "package"
+    for folder in tf.RENDERER:
+        shutil.copytree(tf.PACKAGE / folder, package / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(tf, "PACKAGE", package)
+    assert figure.digest() == png_source(tmp_path / "fig.png", tf.RECIPE_KEY)  # same sources, same digest
+    scene = package / "render" / "blender_scene.py"
+    scene.write_text(scene.read_text() + "\n# a changed scene\n")
+    assert reports.stale(row, sources) == [tmp_path / "fig.png", tmp_path / "plain.png"]
 
 
 def test_the_reports_regenerate_without_torchvision_and_parse_each_experiment_once():

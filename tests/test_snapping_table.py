@@ -1,27 +1,27 @@
-"""The table of realised spreads in docs/data.md under snapping, and the shapes of the Laplace row's
-conditionals in docs/cpu-track.md, are what ``benchmarks.snapping`` computes."""
+"""The figures ``benchmarks.snapping`` committed (benchmarks/measured/snapping.json, from which the
+reports registry makes the spread table of docs/data.md and the shapes of the Laplace row's
+conditionals in docs/cpu-track.md) are what it measures."""
 
-from pathlib import Path
+import json
 
 import pytest
 
 from benchmarks import snapping
+from ident3d.baselines.measured_tables import shapes_table, spreads_table
 from ident3d.datasets import ThreeDIdent
-
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "data.md"
 
 
 @pytest.mark.slow
-def test_the_spread_table_is_what_snapping_measures(tmp_path):
+def test_the_committed_snapping_figures_are_what_snapping_measures(tmp_path):
     measured = snapping.measure(tmp_path)  # also checks the 100,000 latents are the CPU track's
-    assert snapping.block(measured) in PAGE.read_text(), \
-        "docs/data.md's spread table is stale. Fix: python -m benchmarks.snapping --write"
+    shapes = snapping.conditional_shapes(ThreeDIdent(tmp_path / str(snapping.SIZES[-1]), "train"))
+    found, committed = snapping.figures(measured, shapes), json.loads(snapping.MEASURED.read_text())
+    stale = "benchmarks/measured/snapping.json is stale. Fix: python -m benchmarks.snapping --write"
+    assert spreads_table(found) == spreads_table(committed), stale  # as shown: to the digits printed
+    assert shapes_table(found) == shapes_table(committed), stale
     one_tenth = [measured[n]["0.1"].mean() for n in snapping.SIZES]
     assert one_tenth == sorted(one_tenth, reverse=True) and one_tenth[-1] > 0.1  # wider than asked
 
-    shapes = snapping.conditional_shapes(ThreeDIdent(tmp_path / str(snapping.SIZES[-1]), "train"))
-    assert snapping.shapes_block(shapes) in snapping.SHAPES_PAGE.read_text(), \
-        "docs/cpu-track.md's conditional shapes are stale. Fix: python -m benchmarks.snapping --write"
     kurtosis_gap = {how: shapes[how, "laplace"][1] - shapes[how, "normal"][1] for how in ("exact", "snapped")}
     assert kurtosis_gap["exact"] > 2  # exact pairs keep most of the Laplace's tails (3 untruncated) ...
     assert abs(kurtosis_gap["snapped"]) < kurtosis_gap["exact"] / 4  # ... snapping all but erases them
