@@ -32,18 +32,18 @@ def resolve_device(requested: str | None) -> torch.device:
     return dev
 
 
-def visible_devices(spec: str) -> list[str]:
+def visible_devices(asked: str) -> list[str]:
     """The devices of ``--devices``: ``all`` for every CUDA GPU torch sees, or a comma list of device
     names (``cuda:0,cuda:1``; the same name twice runs two processes on it), each checked."""
-    if spec == "all":
+    if asked == "all":
         count = torch.cuda.device_count()
         if not count:
             raise DeviceError("--devices all: torch sees no CUDA GPU. Fix: run on a GPU machine, or "
                               "drop --devices to run on one device.")
         return [f"cuda:{i}" for i in range(count)]
-    names = [name.strip() for name in spec.split(",")]
+    names = [name.strip() for name in asked.split(",")]
     if not all(names):
-        raise DeviceError(f"--devices {spec!r}: expected all or a comma list of devices such as "
+        raise DeviceError(f"--devices {asked!r}: expected all or a comma list of devices such as "
                           "cuda:0,cuda:1. Fix: name each device once per process.")
     for name in names:
         resolve_device(name)

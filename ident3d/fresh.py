@@ -26,7 +26,7 @@ import numpy as np
 
 from ident3d import metrics
 from ident3d.errors import DatasetError
-from ident3d.protocols import ScoringProtocol, gap_metrics
+from ident3d.protocols import ScoringProtocol, gap_metrics, pair_rows
 from ident3d.tracks import Track
 from ident3d.tracks.identity import RENDERERS
 
@@ -95,8 +95,7 @@ class Readout:
         whole pairs when ``paired`` (rows 2k and 2k + 1 share their content, so they are one draw of
         the distribution, not two: resampled alone, the interval would be too narrow)."""
         if paired:
-            pairs = rng.integers(0, len(z) // 2, size=(draws, len(z) // 2))
-            rows = np.stack([2 * pairs, 2 * pairs + 1], axis=-1).reshape(draws, -1)
+            rows = pair_rows(rng.integers(0, len(z) // 2, size=(draws, len(z) // 2)))
         else:
             rows = rng.integers(0, len(z), size=(draws, len(z)))
         prediction = self.linear.predict(h)

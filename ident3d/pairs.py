@@ -282,12 +282,12 @@ class RenderedPairs(PairDataset):
     def __init__(self, dataset: ThreeDIdent, epoch_length: int | None = None, seed: int = 0,
                  transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
                  uint8: bool = False) -> None:
-        spec = (dataset.manifest or {}).get("pairs")
-        if not spec or len(dataset) % 2:
+        record = (dataset.manifest or {}).get("pairs")
+        if not record or len(dataset) % 2:
             raise DatasetError(f"{dataset.layout.folder}: not a paired split (its manifest has no 'pairs' "
                                "record). Fix: render one with `ident3d render --pairs --n PAIRS ...`, or "
                                "use ContrastivePairs for nearest-neighbour positives.")
-        self.dataset, self.spec, self.seed, self.uint8 = dataset, spec, seed, uint8
+        self.dataset, self.record, self.seed, self.uint8 = dataset, record, seed, uint8
         self._check_transform(transform)
         self.n_pairs = len(dataset) // 2
         self.epoch_length = self.n_pairs if epoch_length is None else int(epoch_length)
@@ -298,8 +298,9 @@ class RenderedPairs(PairDataset):
         return self.epoch_length
 
     def __repr__(self) -> str:
-        how = (f"style {', '.join(self.spec['style'])} resampled, the rest shared" if self.spec.get("style")
-               else f"{self.spec['conditional']} scale {self.spec['scale']}")
+        record = self.record
+        how = (f"style {', '.join(record['style'])} resampled, the rest shared" if record.get("style")
+               else f"{record['conditional']} scale {record['scale']}")
         return f"RenderedPairs({self.n_pairs} pairs of {self.dataset.layout.folder}, {how}, seed {self.seed})"
 
     def sample_indices(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

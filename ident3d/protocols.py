@@ -36,8 +36,14 @@ def shuffled_rows(n: int, seed: int, paired: bool = False) -> np.ndarray:
     rng = np.random.default_rng(seed)
     if not paired:
         return rng.permutation(n)
-    pairs = rng.permutation(n // 2)
-    return np.concatenate([np.stack([2 * pairs, 2 * pairs + 1], axis=1).ravel(), np.arange(2 * (n // 2), n)])
+    return np.concatenate([pair_rows(rng.permutation(n // 2)), np.arange(2 * (n // 2), n)])
+
+
+def pair_rows(pairs: np.ndarray) -> np.ndarray:
+    """The rows of pairs (pair k is rows 2k and 2k + 1), each pair's two rows adjacent in the order of
+    ``pairs`` along its last axis (its other axes kept: one resample per row of a 2-d array)."""
+    pairs = np.asarray(pairs)
+    return np.stack([2 * pairs, 2 * pairs + 1], axis=-1).reshape(*pairs.shape[:-1], -1)
 
 
 def even_cut(k: int, paired: bool) -> int:

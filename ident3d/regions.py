@@ -35,14 +35,14 @@ class Region:
     bounds: tuple[tuple[str, float, float], ...]  # (factor, low, high), closed
 
     @classmethod
-    def parse(cls, name: str, spec: Mapping[str, Sequence[float]], variant: Variant) -> Region:
+    def parse(cls, name: str, intervals: Mapping[str, Sequence[float]], variant: Variant) -> Region:
         """A region from its TOML table, every factor and interval checked against ``variant``."""
         where = f"region {name!r}"
-        if not isinstance(spec, Mapping) or not spec:
-            raise LatentError(f"{where}: expected a table of factor = [low, high], got {spec!r}")
+        if not isinstance(intervals, Mapping) or not intervals:
+            raise LatentError(f"{where}: expected a table of factor = [low, high], got {intervals!r}")
         continuous = [f.name for f in variant.factors if not f.is_class]
         bounds = []
-        for factor, interval in spec.items():
+        for factor, interval in intervals.items():
             if factor not in continuous:
                 raise LatentError(f"{where}: {factor!r} is not a continuous factor of variant "
                                   f"{variant.name} ({', '.join(continuous)})")

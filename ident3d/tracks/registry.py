@@ -71,10 +71,10 @@ def tracks() -> dict[str, Track]:
     """Every track by name, from ``ident3d/tracks.toml``."""
     document = tomllib.loads(files("ident3d").joinpath("tracks.toml").read_text())
     out = {}
-    for name, spec in document["tracks"].items():
+    for name, fields in document["tracks"].items():
         splits = {k: SplitSpec(**{**v, "exclude": tuple(v.get("exclude", ()))})
-                  for k, v in spec.pop("splits").items()}
-        out[name] = Track(name=name, splits=splits, protocols=tuple(spec.pop("protocols")), **spec)
+                  for k, v in fields.pop("splits").items()}
+        out[name] = Track(name=name, splits=splits, protocols=tuple(fields.pop("protocols")), **fields)
     return out
 
 
