@@ -24,6 +24,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ident3d import atomic
 from ident3d.baselines.charts import DASHED, DOTTED, PALETTE, Chart, ticks
 from ident3d.baselines.experiment import Run, load_experiment, safe_name
@@ -186,8 +188,56 @@ def _value(group: list[dict[str, Any]], step: int, latent: int | None) -> str:
     return f"{100 * statistics.fmean(values):.1f}"
 
 
+def _percent_range(values: list[float]) -> str:
+    low, high = 100 * min(values), 100 * max(values)
+    return f"{low:.1f} %" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f} to {high:.1f} %"
+
+
+def rotations_paragraph(curves: list[dict[str, Any]]) -> str:
+    """What the contrastive runs read on the three rotations across their whole curves, what they read
+    on the other latents at their last step, and what the supervised topline reads (held-out linear R²,
+    raw: a negative value reads worse than the latent's mean)."""
+    logged = [c for c in curves if c["points"]]
+    contrastive = [c for c in logged if c["preset"] != "supervised"]
+    supervised = [c for c in logged if c["preset"] == "supervised"]
+    if not contrastive:
+        return ""
+    factors = contrastive[0]["factors"]
+    rotations = [j for j, name in enumerate(factors) if name.startswith("rotation")]
+    others = [j for j in range(len(factors)) if j not in rotations]
+
+    def read(runs: list[dict[str, Any]], columns: list[int], last: bool = False) -> list[float]:
+        points = [p for c in runs for p in (c["points"][-1:] if last else c["points"])]
+        return [p["linear_r2_per_latent"][j] for p in points for j in columns]
+
+    longest = max(contrastive, key=lambda c: c["last_step"])
+    missed = {factors[j]: sum(c["points"][-1]["linear_r2_per_latent"][j] < 0.5 for c in contrastive)
+              for j in others}
+    missed = {name: n for name, n in sorted(missed.items(), key=lambda item: -item[1]) if n}
+    evaluations = sum(len(c["points"]) for c in contrastive)
+    text = (f"**The rotations.** Across all {evaluations} logged evaluations of the "
+            f"{len(contrastive)} contrastive runs ({len({c['preset'] for c in contrastive})} presets), "
+            f"the three rotations' held-out linear R² lies at {_percent_range(read(contrastive, rotations))} "
+            f"(raw, not clipped), the longest run's too ({longest['run']}, to step {longest['last_step']:,}: "
+            f"{_percent_range(read([longest], rotations))}). At each run's last step the other {len(others)} "
+            f"latents read {_percent_range(read(contrastive, others, last=True))} (median "
+            f"{100 * statistics.median(read(contrastive, others, last=True)):.1f} %); ")
+    below = ", ".join(f"{name} in {n} of {len(contrastive)} runs" for name, n in missed.items())
+    text += f"below 50 %: {below}." if missed else "none below 50 %."
+    if supervised:
+        weakest = {factors[int(np.argmin(c["points"][-1]["linear_r2_per_latent"]))] for c in supervised}
+        text += (f" The supervised topline ({len(supervised)} runs, to step "
+                 f"{max(c['last_step'] for c in supervised):,}) reads the rotations at "
+                 f"{_percent_range(read(supervised, rotations, last=True))} at its last step and the other "
+                 f"{len(others)} at {_percent_range(read(supervised, others, last=True))}; its weakest "
+                 f"latent: {', '.join(sorted(weakest))}.")
+    return text
+
+
 def section(curves: list[dict[str, Any]]) -> str:
     lines = []
+    if rotations_paragraph(curves):
+        lines += [rotations_paragraph(curves), ""]
     if not curves:
         lines.append("No learning curve is kept yet: the runs that log one (`baselines/cpu_track.toml`, "
                      "`baselines/cpu_track_curves.toml`) have not been made.")

@@ -12,6 +12,7 @@ from ident3d.baselines.learning_curves import (
     figures,
     keep_curves,
     load_curves,
+    rotations_paragraph,
     section,
 )
 from ident3d.baselines.train import read_log, train
@@ -145,3 +146,23 @@ def test_what_the_curve_says_is_what_the_kept_curves_show():
         third, final = steps[2]["linear_r2_per_latent"], steps[-1]["linear_r2_per_latent"]
         assert all(third[i] > 0.05 for i in rotations)
         assert all(final[i] > third[i] for i in rotations)
+
+
+def test_the_rotations_paragraph_reads_every_evaluation_and_names_the_latents_missed():
+    factors = ["object_x", "rotation_alpha", "rotation_beta", "spotlight_hue"]
+
+    def curve(run, preset, *rows):
+        points = [{"step": 100 * (i + 1), "linear_r2_per_latent": r} for i, r in enumerate(rows)]
+        return {"run": run, "preset": preset, "factors": factors, "points": points, "last_step": 100 * len(rows)}
+
+    curves = [curve("a", "normal-box", [0.5, 0.0, 0.3, 0.1], [0.9, -0.02, 0.01, 0.2]),
+              curve("b", "laplace-box", [0.95, 0.0, 0.0, 0.9]),
+              curve("top", "supervised", [0.99, 0.8, 0.7, 0.98])]
+    text = rotations_paragraph(curves)
+    assert "all 3 logged evaluations of the 2 contrastive runs (2 presets)" in text
+    assert "lies at -2.0 to 30.0 %" in text  # an early step counts: the whole curve, not its end
+    assert "longest run's too (a, to step 200: -2.0 to 30.0 %)" in text
+    assert "other 2 latents read 20.0 to 95.0 %" in text and "spotlight_hue in 1 of 2 runs." in text
+    assert "topline (1 runs, to step 100) reads the rotations at 70.0 to 80.0 %" in text
+    assert text.endswith("weakest latent: rotation_beta.")
+    assert rotations_paragraph([c for c in curves if c["preset"] == "supervised"]) == ""
