@@ -153,7 +153,8 @@ def test_the_rotations_paragraph_reads_every_evaluation_and_names_the_latents_mi
 
     def curve(run, preset, *rows):
         points = [{"step": 100 * (i + 1), "linear_r2_per_latent": r} for i, r in enumerate(rows)]
-        return {"run": run, "preset": preset, "factors": factors, "points": points, "last_step": 100 * len(rows)}
+        return {"run": run, "preset": preset, "factors": factors, "points": points,
+                "last_step": 100 * len(rows)}
 
     curves = [curve("a", "normal-box", [0.5, 0.0, 0.3, 0.1], [0.9, -0.02, 0.01, 0.2]),
               curve("b", "laplace-box", [0.95, 0.0, 0.0, 0.9]),
