@@ -236,8 +236,9 @@ def rotations_paragraph(curves: list[dict[str, Any]]) -> str:
 
 def section(curves: list[dict[str, Any]]) -> str:
     lines = []
-    if rotations_paragraph(curves):
-        lines += [rotations_paragraph(curves), ""]
+    rotations = rotations_paragraph(curves)
+    if rotations:
+        lines += [rotations, ""]
     if not curves:
         lines.append("No learning curve is kept yet: the runs that log one (`baselines/cpu_track.toml`, "
                      "`baselines/cpu_track_curves.toml`) have not been made.")
