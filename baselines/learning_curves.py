@@ -38,6 +38,14 @@ CURVES = Path(__file__).resolve().parent / "curves"
 OVERVIEW = "overview.png"  # every run's mean R² by step on one set of axes
 STEPS = (300, 600, 1200, 2400, 4800, 7200)  # the table's columns, where a curve has them
 CURVE_KEYS = {"run", "group", "preset", "budget", "factors", "last_step", "points", "lambda"}
+# Runs made to find out why the contrastive arms miss the rotations (docs/cpu-track.md), not arms of the
+# track: the rotations paragraph reads them apart, by run folder.
+DIAGNOSTIC_RUNS = {
+    "v2-normal-box-batch512": "normal-box in batches of 512 pairs, the original code's batch, for the "
+                              "same 153,600 pairs",
+    "v2pairs-rotations-normal-box": "normal-box on exactly rendered positives that move only the "
+                                    "rotations (Normal scale 0.1 on them, 1e-4 on the other latents)",
+}
 
 
 def curve_of_run(folder: Path, run: Run, factors: list[str]) -> dict[str, Any]:
@@ -198,7 +206,8 @@ def rotations_paragraph(curves: list[dict[str, Any]]) -> str:
     on the other latents at their last step, and what the supervised topline reads (held-out linear R²,
     raw: a negative value reads worse than the latent's mean)."""
     logged = [c for c in curves if c["points"]]
-    contrastive = [c for c in logged if c["preset"] != "supervised"]
+    diagnostics = {c["run"]: c for c in logged if c["run"] in DIAGNOSTIC_RUNS}
+    contrastive = [c for c in logged if c["preset"] != "supervised" and c["run"] not in DIAGNOSTIC_RUNS]
     supervised = [c for c in logged if c["preset"] == "supervised"]
     if not contrastive:
         return ""
@@ -231,7 +240,18 @@ def rotations_paragraph(curves: list[dict[str, Any]]) -> str:
                  f"{_percent_range(read(supervised, rotations, last=True))} at its last step and the other "
                  f"{len(others)} at {_percent_range(read(supervised, others, last=True))}; its weakest "
                  f"latent: {', '.join(sorted(weakest))}.")
-    return text
+    text += " **The diagnostic runs** (1 seed each, not counted above):"
+    for run, what in DIAGNOSTIC_RUNS.items():
+        curve = diagnostics.get(run)
+        if curve is None:
+            text += f" {run} ({what}) is not run yet;"
+            continue
+        last = curve["points"][-1]
+        at_last = ", ".join(f"{factors[j]} {100 * last['linear_r2_per_latent'][j]:.1f}" for j in rotations)
+        text += (f" {run} ({what}) reads the rotations at {_percent_range(read([curve], rotations))} "
+                 f"across its {len(curve['points'])} evaluations (at step {last['step']:,}: {at_last} %) and "
+                 f"the other {len(others)} at {_percent_range(read([curve], others, last=True))};")
+    return text[:-1] + "."
 
 
 def section(curves: list[dict[str, Any]]) -> str:

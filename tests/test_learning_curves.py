@@ -158,12 +158,20 @@ def test_the_rotations_paragraph_reads_every_evaluation_and_names_the_latents_mi
 
     curves = [curve("a", "normal-box", [0.5, 0.0, 0.3, 0.1], [0.9, -0.02, 0.01, 0.2]),
               curve("b", "laplace-box", [0.95, 0.0, 0.0, 0.9]),
-              curve("top", "supervised", [0.99, 0.8, 0.7, 0.98])]
+              curve("top", "supervised", [0.99, 0.8, 0.7, 0.98]),
+              curve("v2pairs-rotations-normal-box", "normal-box", [0.1, 0.2, 0.3, 0.0], [0.0, 0.6, 0.5, 0.1])]
     text = rotations_paragraph(curves)
     assert "all 3 logged evaluations of the 2 contrastive runs (2 presets)" in text
     assert "lies at -2.0 to 30.0 %" in text  # an early step counts: the whole curve, not its end
     assert "longest run's too (a, to step 200: -2.0 to 30.0 %)" in text
     assert "other 2 latents read 20.0 to 95.0 %" in text and "spotlight_hue in 1 of 2 runs." in text
     assert "topline (1 runs, to step 100) reads the rotations at 70.0 to 80.0 %" in text
-    assert text.endswith("weakest latent: rotation_beta.")
+    assert "weakest latent: rotation_beta." in text
+    # a diagnostic run is read apart: not among the contrastive runs above, its rotations named
+    assert ("v2pairs-rotations-normal-box (normal-box on exactly rendered positives that move only the "
+            "rotations (Normal scale 0.1 on them, 1e-4 on the other latents)) reads the rotations at 20.0 "
+            "to 60.0 % across its 2 evaluations (at step 200: rotation_alpha 60.0, rotation_beta 50.0 %) "
+            "and the other 2 at 0.0 to 10.0 %") in text
+    assert "v2-normal-box-batch512 (normal-box in batches of 512 pairs" in text and "is not run yet" in text
+    assert text.endswith(".")
     assert rotations_paragraph([c for c in curves if c["preset"] == "supervised"]) == ""
