@@ -45,6 +45,8 @@ DIAGNOSTIC_RUNS = {
                               "same 153,600 pairs",
     "v2pairs-rotations-normal-box": "normal-box on exactly rendered positives that move only the "
                                     "rotations (Normal scale 0.1 on them, 1e-4 on the other latents)",
+    "v2pairs-fixed-rotations-normal-box": "normal-box on exactly rendered positives that move every latent "
+                                          "but the rotations (1e-4 on them, 0.1 on the others)",
 }
 
 
