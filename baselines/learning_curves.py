@@ -44,9 +44,9 @@ DIAGNOSTIC_RUNS = {
     "v2-normal-box-batch512": "normal-box in batches of 512 pairs, the original code's batch, for the "
                               "same 153,600 pairs",
     "v2pairs-rotations-normal-box": "normal-box on exactly rendered positives that move only the "
-                                    "rotations (Normal scale 0.1 on them, 1e-4 on the other latents)",
+                                    "rotations: Normal scale 0.1 on them, 1e-4 on the other latents",
     "v2pairs-fixed-rotations-normal-box": "normal-box on exactly rendered positives that move every latent "
-                                          "but the rotations (1e-4 on them, 0.1 on the others)",
+                                          "but the rotations: 1e-4 on them, 0.1 on the others",
 }
 
 
@@ -252,7 +252,8 @@ def rotations_paragraph(curves: list[dict[str, Any]]) -> str:
         at_last = ", ".join(f"{factors[j]} {100 * last['linear_r2_per_latent'][j]:.1f}" for j in rotations)
         text += (f" {run} ({what}) reads the rotations at {_percent_range(read([curve], rotations))} "
                  f"across its {len(curve['points'])} evaluations (at step {last['step']:,}: {at_last} %) and "
-                 f"the other {len(others)} at {_percent_range(read([curve], others, last=True))};")
+                 f"the other {len(others)} at {_percent_range(read([curve], others, last=True))} (median "
+                 f"{100 * statistics.median(read([curve], others, last=True)):.1f} %);")
     return text[:-1] + "."
 
 

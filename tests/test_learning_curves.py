@@ -169,9 +169,9 @@ def test_the_rotations_paragraph_reads_every_evaluation_and_names_the_latents_mi
     assert "weakest latent: rotation_beta." in text
     # a diagnostic run is read apart: not among the contrastive runs above, its rotations named
     assert ("v2pairs-rotations-normal-box (normal-box on exactly rendered positives that move only the "
-            "rotations (Normal scale 0.1 on them, 1e-4 on the other latents)) reads the rotations at 20.0 "
+            "rotations: Normal scale 0.1 on them, 1e-4 on the other latents) reads the rotations at 20.0 "
             "to 60.0 % across its 2 evaluations (at step 200: rotation_alpha 60.0, rotation_beta 50.0 %) "
-            "and the other 2 at 0.0 to 10.0 %") in text
+            "and the other 2 at 0.0 to 10.0 % (median 5.0 %)") in text
     assert "v2-normal-box-batch512 (normal-box in batches of 512 pairs" in text and "is not run yet" in text
     assert text.endswith(".")
     assert rotations_paragraph([c for c in curves if c["preset"] == "supervised"]) == ""
