@@ -114,8 +114,8 @@ def section(entries: list[Mapping[str, Any]]) -> str:
     return "\n".join([
         "Every seed group of `baselines/cpu_track.toml` with committed entries (public test split of 5,000 "
         "images; seed groups as mean ± sample sd, in percent). Each run is two entries of `3dident-v2-64@1` "
-        "(or of `3dident-legacy-64@1` for the `legacy` data), one per protocol, with its checkpoint's sha256, "
-        "the command that trains it and its training minutes in the footnote.", "",
+        "(or of `3dident-legacy-64@1` for the `legacy` data), one per protocol, with its checkpoint's "
+        "sha256, the command that trains it and its training minutes in the footnote.", "",
         *scores_table(groups), "",
         "Linear R² of each latent (ident3d-eval-v1, percent, negatives shown as 0, mean over the group's "
         "seeds):", "",
