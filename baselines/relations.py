@@ -95,6 +95,8 @@ ORIGINALS = tuple(Relation(f"`{row}-original` against `{row}`", "level", f"{row}
 # code's lr 1e-4 (batch and steps the CPU track's) against itself at the track's lr and against
 # ident3d's variant. Our question, not a claim of the paper.
 TRACK_LR = 1e-3  # the CPU track's optimiser (cpu_track.toml's budgets); a run at another lr is its own arm
+TRACK_BATCH = {"supervised": 64}  # pairs (images for the topline) per step, by preset; else 128
+CONTRASTIVE_BATCH = 128
 LEARNING_RATE = (
     Relation("`normal-box-original` at lr 1e-4 against itself at lr 1e-3", "level",
              "normal-box-original at lr 0.0001", "normal-box-original", "linear_r2"),
@@ -151,9 +153,14 @@ def verdict(kind: str, found: tuple[float, float, float] | None, seeds: int) -> 
 
 
 def arm_name(run: Run) -> str:
-    """The arm a run belongs to: its preset, named with its learning rate when that is not the track's."""
+    """The arm a run belongs to: its preset, named with what its budget changes from the track's (the
+    learning rate, the batch) when it changes it. Such a run is an arm of its own: a diagnostic run in
+    batches of 512 never joins the 3 seeds of its preset at 128."""
     lr = run.budget.get("lr", TRACK_LR)
-    return run.preset if lr == TRACK_LR else f"{run.preset} at lr {lr:g}"
+    track_batch = TRACK_BATCH.get(run.preset, CONTRASTIVE_BATCH)
+    batch = run.budget.get("batch_size", track_batch)
+    changes = ([f"lr {lr:g}"] if lr != TRACK_LR else []) + ([f"batch {batch}"] if batch != track_batch else [])
+    return f"{run.preset} at {', '.join(changes)}" if changes else run.preset
 
 
 def track_runs(entries: list[dict], data: tuple[str, ...] = (DATA,)) -> list[tuple[str, dict]]:

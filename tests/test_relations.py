@@ -64,10 +64,12 @@ def test_each_original_row_is_set_against_its_variant_with_an_interval():
     assert text.count("not measured") == 4 + 4  # two rows x two metrics not run; no lr 1e-4 arm
 
 
-def test_a_run_at_another_learning_rate_is_an_arm_of_its_own():
+def test_a_run_at_another_learning_rate_or_batch_is_an_arm_of_its_own():
     arms = {run.folder: arm_name(run) for run in load_experiment(EXPERIMENT).runs}
     assert arms["v2-normal-box-original-s0"] == "normal-box-original"
     assert arms["v2-normal-box-original-lr1e-4-s0"] == "normal-box-original at lr 0.0001"
+    assert arms["v2-normal-box-s0"] == "normal-box" and arms["v2-supervised"] == "supervised"
+    assert arms["v2-normal-box-batch512"] == "normal-box at batch 512"  # not a fourth seed of normal-box
     here = {"normal-box": arm("normal-box", 0.60), "normal-box-original": arm("normal-box-original", 0.48),
             "normal-box-original at lr 0.0001": arm("normal-box-original at lr 0.0001", 0.59)}
     text = "\n".join(original_lines(here))
