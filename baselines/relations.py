@@ -159,7 +159,8 @@ def arm_name(run: Run) -> str:
     lr = run.budget.get("lr", TRACK_LR)
     track_batch = TRACK_BATCH.get(run.preset, CONTRASTIVE_BATCH)
     batch = run.budget.get("batch_size", track_batch)
-    changes = ([f"lr {lr:g}"] if lr != TRACK_LR else []) + ([f"batch {batch}"] if batch != track_batch else [])
+    changes = [f"lr {lr:g}"] if lr != TRACK_LR else []
+    changes += [f"batch {batch}"] if batch != track_batch else []
     return f"{run.preset} at {', '.join(changes)}" if changes else run.preset
 
 
