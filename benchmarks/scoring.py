@@ -4,8 +4,10 @@
 
 ROOT holds a rendered split (for the CPU track: `ident3d render --track 3dident-v2-64 --split test
 --out ROOT`); its images are average-pooled to 8 x 8 (the pixel read-out's 192 features) in this
-process, so the table is the scoring alone: no sandbox, no encoding. Each part is timed as the
-protocol runs it, on the protocol's own halves, with the load average beside it.
+process, so the table is the scoring alone: no sandbox, no encoding. Each part is timed alone, one
+after the other, on the protocol's own halves, with the load average beside it; then the whole
+protocol as it runs (its parts side by side, ``ident3d.parallel_fits``) against one part after the
+other, as the evaluator ran it before.
 
 The last rows answer whether choosing the kernel ridge's alpha from one eigendecomposition per fold
 and gamma (every alpha then costs two matrix products) would beat one Cholesky factorisation per alpha
@@ -24,7 +26,7 @@ import torch
 from scipy.linalg import cho_factor, eigh
 from scipy.spatial.distance import cdist
 
-from ident3d import metrics
+from ident3d import metrics, parallel_fits
 from ident3d.baselines.pixels import PixelReadout
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
@@ -77,6 +79,15 @@ def main() -> None:
         print(f"| {label} | {seconds(work):.2f} |", flush=True)
     for name in REGISTRY:
         print(f"| all of {name} | {seconds(lambda name=name: REGISTRY[name].score(z, h)):.2f} |", flush=True)
+    side_by_side = seconds(lambda: REGISTRY["ident3d-eval-v1"].score(z, h))
+    workers, threads = parallel_fits.share(parallel_fits.thread_budget())
+    before, parallel_fits.MAX_WORKERS = parallel_fits.MAX_WORKERS, 1  # the evaluator before: a part at a time
+    one_at_a_time = seconds(lambda: REGISTRY["ident3d-eval-v1"].score(z, h))
+    parallel_fits.MAX_WORKERS = before
+    print(f"| all of ident3d-eval-v1 again, its parts side by side ({workers} workers, {threads} BLAS "
+          f"thread(s) each) | {side_by_side:.2f} |\n| all of ident3d-eval-v1, one part after the other "
+          f"(the evaluator before) | {one_at_a_time:.2f} |\n\nside by side: "
+          f"{one_at_a_time / side_by_side:.2f}x faster than one part after the other", flush=True)
 
     n = len(fit) - len(fit) // metrics.KERNEL_FOLDS
     points = (h[fit][:n] - h[fit].mean(0)) / np.where(h[fit].std(0) > 0, h[fit].std(0), 1.0)

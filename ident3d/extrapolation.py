@@ -16,12 +16,14 @@ turn a small constant error into a large loss); clipped to [0, 1]. The kernel re
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ident3d.metrics import Readouts, latent_variance
+from ident3d.parallel_fits import InOrder
 
 HELD_OUT = 0.5
 
@@ -37,17 +39,21 @@ class ExtrapolationReadouts:
     corners: tuple[Readouts, ...]
 
     @classmethod
-    def fit(cls, z_fit: np.ndarray, h_fit: np.ndarray, kernel: list[dict[str, float]]
-            ) -> ExtrapolationReadouts:
-        latents, n_fit, corners = [], [], []
-        for j in range(z_fit.shape[1]):
-            rows = z_fit[:, j] <= HELD_OUT
-            latents.append(Readouts.fit(h_fit[rows], z_fit[rows][:, [j]], [kernel[j]]))
-            n_fit.append(int(rows.sum()))
-        for a in range(0, z_fit.shape[1] - 1, 2):
-            rows = ~((z_fit[:, a] > HELD_OUT) & (z_fit[:, a + 1] > HELD_OUT))
-            corners.append(Readouts.fit(h_fit[rows], z_fit[rows][:, [a, a + 1]], [kernel[a], kernel[a + 1]]))
-        return cls(tuple(latents), tuple(n_fit), tuple(corners))
+    def fit(cls, z_fit: np.ndarray, h_fit: np.ndarray, kernel: list[dict[str, float]],
+            pool: Executor | None = None) -> ExtrapolationReadouts:
+        """Each latent's and each pair's read-outs, every one a task of ``pool``
+        (``ident3d.parallel_fits``; none: one after the other)."""
+        k, pairs = z_fit.shape[1], range(0, z_fit.shape[1] - 1, 2)
+        columns = [[j] for j in range(k)] + [[a, a + 1] for a in pairs]
+        rows = [z_fit[:, j] <= HELD_OUT for j in range(k)] + \
+            [~((z_fit[:, a] > HELD_OUT) & (z_fit[:, a + 1] > HELD_OUT)) for a in pairs]
+
+        def fitted(fit: tuple[np.ndarray, list[int]]) -> Readouts:
+            where, latents = fit
+            return Readouts.fit(h_fit[where], z_fit[where][:, latents], [kernel[j] for j in latents])
+
+        readouts = list((pool or InOrder()).map(fitted, zip(rows, columns, strict=True)))
+        return cls(tuple(readouts[:k]), tuple(int(where.sum()) for where in rows[:k]), tuple(readouts[k:]))
 
     def score(self, z_score: np.ndarray, h_score: np.ndarray, names: list[str]) -> dict[str, Any]:
         """Per latent and mean extrapolation R², and the composition corners (the module docstring)."""

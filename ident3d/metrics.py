@@ -11,12 +11,15 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, lstsq
 from scipy.optimize import linear_sum_assignment, minimize
 from scipy.stats import rankdata, spearmanr
+
+from ident3d.parallel_fits import InOrder
 
 KERNEL_ALPHAS = (1.0, 0.1, 0.01, 0.001)
 KERNEL_GAMMAS = tuple(np.logspace(-2, 2, 4))  # on standardised features, divided by d below
@@ -144,9 +147,11 @@ class KernelReadout:
         return out
 
 
-def choose_kernels(z_fit: np.ndarray, h_fit: np.ndarray, seed: int = 0) -> list[dict[str, float]]:
+def choose_kernels(z_fit: np.ndarray, h_fit: np.ndarray, seed: int = 0, pool: Executor | None = None
+                   ) -> list[dict[str, float]]:
     """The (alpha, gamma) of each latent's kernel read-out: the grid point with the best
-    ``KERNEL_FOLDS``-fold cross-validated R² on the fit points ``KernelReadout`` uses."""
+    ``KERNEL_FOLDS``-fold cross-validated R² on the fit points ``KernelReadout`` uses. Each fold and
+    gamma is a task of ``pool`` (``ident3d.parallel_fits``; none: one after the other)."""
     mean, std = h_fit.mean(0), h_fit.std(0)
     std = np.where(std > 0, std, 1.0)
     rng = np.random.default_rng(seed)
@@ -154,21 +159,27 @@ def choose_kernels(z_fit: np.ndarray, h_fit: np.ndarray, seed: int = 0) -> list[
     a, y = (h_fit[pick] - mean) / std, z_fit[pick].astype(np.float64)
     d = a.shape[1]
     folds = np.array_split(rng.permutation(len(a)), KERNEL_FOLDS)
-    grid = [(alpha, gamma) for gamma in KERNEL_GAMMAS for alpha in KERNEL_ALPHAS]
-    cv = np.zeros((len(grid), y.shape[1]))
     fit_distances = _squared_distances(a, a)  # once: every fold and gamma reads blocks of it
+    blocks = []  # per fold: its training rows, and the distances the fold's kernels are made of
     for fold in folds:
         train = np.setdiff1d(np.arange(len(a)), fold)
-        train_distances = fit_distances[np.ix_(train, train)]
-        test_distances = fit_distances[np.ix_(fold, train)]
-        for g, gamma in enumerate(KERNEL_GAMMAS):
-            k_train = _rbf_of(train_distances, gamma / d)
-            k_test = _rbf_of(test_distances, gamma / d)
-            y_mean = y[train].mean(0)
-            for j, alpha in enumerate(KERNEL_ALPHAS):
-                coef = _ridge_solve(k_train, y[train] - y_mean, alpha)
-                cv[g * len(KERNEL_ALPHAS) + j] += r2_per_latent(y[fold], k_test @ coef + y_mean)
-    return [{"alpha": grid[c][0], "gamma": float(grid[c][1])} for c in cv.argmax(0)]
+        blocks.append((fold, train, fit_distances[np.ix_(train, train)], fit_distances[np.ix_(fold, train)]))
+
+    def fold_scores(f: int, gamma: float) -> np.ndarray:
+        """The R² of every latent on fold ``f`` for each alpha at this gamma, (alphas, latents)."""
+        fold, train, train_distances, test_distances = blocks[f]
+        k_train, k_test = _rbf_of(train_distances, gamma / d), _rbf_of(test_distances, gamma / d)
+        y_mean = y[train].mean(0)
+        coefs = (_ridge_solve(k_train, y[train] - y_mean, alpha) for alpha in KERNEL_ALPHAS)
+        return np.array([r2_per_latent(y[fold], k_test @ coef + y_mean) for coef in coefs])
+
+    tasks = [(f, g) for f in range(len(folds)) for g in range(len(KERNEL_GAMMAS))]
+    scores = (pool or InOrder()).map(lambda task: fold_scores(task[0], KERNEL_GAMMAS[task[1]]), tasks)
+    cv = np.zeros((len(KERNEL_GAMMAS), len(KERNEL_ALPHAS), y.shape[1]))
+    for (_, g), fold_r2 in zip(tasks, scores, strict=True):
+        cv[g] += fold_r2  # fold by fold, in the folds' order: the same sums on any schedule
+    grid = [(alpha, gamma) for gamma in KERNEL_GAMMAS for alpha in KERNEL_ALPHAS]
+    return [{"alpha": grid[c][0], "gamma": float(grid[c][1])} for c in cv.reshape(len(grid), -1).argmax(0)]
 
 
 def nonlinear_r2(z_fit: np.ndarray, h_fit: np.ndarray, z_score: np.ndarray, h_score: np.ndarray,

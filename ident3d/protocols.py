@@ -273,18 +273,22 @@ class HeldOutHalves(ScoringProtocol):
         from ident3d.dci import dci
         from ident3d.extrapolation import ExtrapolationReadouts
         from ident3d.ood import ood_scores
+        from ident3d.parallel_fits import parallel_fits
 
         order = shuffled_rows(len(z), SPLIT_SEED, paired)
         fit, test = order[: even_cut(len(z), paired)], order[even_cut(len(z), paired):]
-        kernel = metrics.choose_kernels(z[fit], h[fit], seed=SPLIT_SEED)
-        readouts = metrics.Readouts.fit(h[fit], z[fit], kernel, seed=SPLIT_SEED)
-        extrapolation = ExtrapolationReadouts.fit(z[fit], h[fit], kernel)
+        with parallel_fits() as pool:  # DCI, the longest part, first: the kernel fits fill the other cores
+            dci_scores = pool.submit(dci, z[fit], h[fit], z[test], h[test])
+            kernel = metrics.choose_kernels(z[fit], h[fit], seed=SPLIT_SEED, pool=pool)
+            fitted = pool.submit(metrics.Readouts.fit, h[fit], z[fit], kernel, seed=SPLIT_SEED)
+            extrapolation = ExtrapolationReadouts.fit(z[fit], h[fit], kernel, pool=pool)
+            readouts, dci_section = fitted.result(), dci_scores.result()
         _, assign_p = metrics.mcc(z[fit], h[fit], "pearson")
         _, assign_s = metrics.mcc(z[fit], h[fit], "spearman")
         pearson, _ = metrics.mcc(z[test], h[test], "pearson", assign_p)
         spearman, _ = metrics.mcc(z[test], h[test], "spearman", assign_s)
         names = names or [f"latent_{j}" for j in range(z.shape[1])]
-        companions = {"dci": _versioned("ident3d-dci", dci(z[fit], h[fit], z[test], h[test])),
+        companions = {"dci": _versioned("ident3d-dci", dci_section),
                       "extrapolation": _versioned("ident3d-extrapolation",
                                                   extrapolation.score(z[test], h[test], names))}
         if ood:
@@ -308,21 +312,24 @@ class HeldOutHalves(ScoringProtocol):
         from ident3d import metrics
         from ident3d.dci import dci
         from ident3d.ood import ood_scores
+        from ident3d.parallel_fits import parallel_fits
 
         names = names or [f"latent_{j}" for j in range(z.shape[1])]
-        pearson, _ = metrics.mcc(z, h, "pearson", public.assignment)
-        spearman, _ = metrics.mcc(z, h, "spearman", public.assignment_spearman)
         order = shuffled_rows(len(z), SPLIT_SEED, paired)
         first, second = order[: even_cut(len(z), paired)], order[even_cut(len(z), paired):]
-        companions = {"dci": _versioned("ident3d-dci", dci(z[first], h[first], z[second], h[second])),
-                      "extrapolation": _versioned("ident3d-extrapolation",
-                                                  public.extrapolation.score(z, h, names))}
-        if ood:
-            companions["ood"] = _versioned("ident3d-ood", ood_scores(public.readouts, z, h, names, ood))
-        score_z = z.astype(np.float64)
-        values = {"linear_r2": metrics.r2_per_latent(score_z, public.readouts.linear.predict(h)),
-                  "nonlinear_r2": metrics.r2_per_latent(score_z, public.readouts.kernel.predict(h)),
-                  "mcc_pearson": pearson, "mcc_spearman": spearman}
+        with parallel_fits() as pool:  # DCI's fit beside the fitted read-outs' predictions
+            dci_scores = pool.submit(dci, z[first], h[first], z[second], h[second])
+            pearson, _ = metrics.mcc(z, h, "pearson", public.assignment)
+            spearman, _ = metrics.mcc(z, h, "spearman", public.assignment_spearman)
+            companions = {"extrapolation": _versioned("ident3d-extrapolation",
+                                                      public.extrapolation.score(z, h, names))}
+            if ood:
+                companions["ood"] = _versioned("ident3d-ood", ood_scores(public.readouts, z, h, names, ood))
+            score_z = z.astype(np.float64)
+            values = {"linear_r2": metrics.r2_per_latent(score_z, public.readouts.linear.predict(h)),
+                      "nonlinear_r2": metrics.r2_per_latent(score_z, public.readouts.kernel.predict(h)),
+                      "mcc_pearson": pearson, "mcc_spearman": spearman}
+            companions = {"dci": _versioned("ident3d-dci", dci_scores.result()), **companions}
         return Scores(values, assignment=public.assignment, fit=public.fit, test=np.arange(len(z)),
                       kernel=public.kernel, companions=companions,
                       assignment_spearman=public.assignment_spearman, readouts=public.readouts,
