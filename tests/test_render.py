@@ -85,6 +85,31 @@ def test_workers_leave_no_temp_folders(tmp_path, monkeypatch):
     assert list(temp.iterdir()) == []
 
 
+WORKER_THREADS = """
+import os, sys
+from ident3d.render import worker
+from ident3d.render.settings import resolve_settings
+worker.init_worker(resolve_settings("preview", resolution=32, samples=2), threads={threads})
+assert worker._startup_error is None, worker._startup_error
+print(len(os.listdir("/proc/self/task")), sorted(os.sched_getaffinity(0)), file=sys.stderr)
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to share out")
+def test_a_worker_of_one_thread_has_no_spare_scheduler_thread_and_keeps_every_cpu():
+    """Blender sizes its task scheduler from the CPUs it may use when bpy is imported; a spare
+    scheduler thread spins after every image, taking CPU from the other workers."""
+    def threads_and_cpus(threads: int | None) -> tuple[int, str]:
+        done = subprocess.run([sys.executable, "-c", WORKER_THREADS.format(threads=threads)],
+                              capture_output=True, text=True, check=True)
+        count, cpus = done.stderr.strip().splitlines()[-1].split(" ", 1)
+        return int(count), cpus
+
+    (one, cpus_after), (every, _) = threads_and_cpus(1), threads_and_cpus(None)
+    assert one < every
+    assert cpus_after == str(sorted(os.sched_getaffinity(0)))
+
+
 def test_v2_every_latent_changes_the_image_and_legacy_hue_plateau(tmp_path):
     base = np.zeros((11, 10), dtype=np.float32)
     for k in range(10):
