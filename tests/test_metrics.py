@@ -96,3 +96,22 @@ def test_the_spearman_ceiling_is_one_without_ties_and_below_it_with_them():
     assert spearman_ceiling(np.linspace(5, 25, 10)) == pytest.approx(1.0)
     two_blocks = np.array([25.0] * 5 + [5.0] * 5)
     assert spearman_ceiling(two_blocks) == pytest.approx(0.8704, abs=1e-4)  # 5 x 5 ties: sqrt(75/99)
+
+
+def test_the_bootstrap_scores_each_resample_as_the_metrics_score_it_alone():
+    """Resamples are scored a stack at a time: R² the same bits as one resample alone, the matched
+    correlation within rounding of ``mcc`` (which takes it from the whole correlation matrix)."""
+    rng = np.random.default_rng(3)
+    z = rng.uniform(-1, 1, (50, 4))
+    z[:, 2] = 0.25  # a constant latent: R² 1 only where predicted exactly
+    prediction = z + 0.2 * rng.normal(size=z.shape)
+    prediction[:, 2] = 0.25
+    h = np.column_stack([z @ rng.normal(size=(4, 3)), rng.normal(size=50)])
+    assignment = np.array([1, -1, 0, 3])  # one latent unmatched
+    rows = rng.integers(0, 50, size=(metrics.BOOTSTRAP_CHUNK + 5, 50))  # one stack and part of another
+    for clip_each in (True, False):
+        alone = [metrics.r2_per_latent(z[pick], prediction[pick]) for pick in rows]
+        expected = [np.clip(r, 0, 1).mean() if clip_each else np.clip(r.mean(), 0, 1) for r in alone]
+        assert np.array_equal(metrics.bootstrap_r2(z, prediction, rows, clip_each), expected)
+    expected = [metrics.mcc(z[pick], h[pick], "pearson", assignment)[0].mean() for pick in rows]
+    np.testing.assert_allclose(metrics.bootstrap_mcc(z, h, assignment, rows), expected, rtol=0, atol=1e-14)
