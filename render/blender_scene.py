@@ -243,7 +243,8 @@ class BlenderScene:
         for obj in self.objects.values():
             obj.location = params["object_location"]
             obj.rotation_euler = params["object_rotation"]
-            obj.hide_render = obj is not shown
+            if obj.hide_render != (obj is not shown):  # set even unchanged, it rebuilds the scene's graph
+                obj.hide_render = obj is not shown
         self.spot.location = params["spot_location"]
         self.spot.data.color = params["spot_rgb"]
         self.teapot_rgb.outputs[0].default_value = (*params["object_rgb"], 1.0)
