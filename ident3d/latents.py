@@ -7,10 +7,14 @@ Data Generating Process" (ICML 2021), section 6 and appendix A.4; a variant's sp
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from scipy import stats
 
 from ident3d.errors import LatentError
+
+if TYPE_CHECKING:
+    from scipy import stats
 
 N_LATENTS = 10
 RAW_LOW, RAW_HIGH = -1.0, 1.0
@@ -46,6 +50,8 @@ def conditional_distribution(kind: str, beta: float | None = None) -> stats.rv_c
     ``normal``: scale is the standard deviation; ``laplace``: scale is b (std = b * sqrt(2));
     ``gennorm``: density proportional to exp(-|x / scale|^beta) (beta = 3 in the paper's appendix).
     """
+    from scipy import stats  # here, not at the top: it takes about a second, and every command imports us
+
     if kind == "normal":
         return stats.norm()
     if kind == "laplace":

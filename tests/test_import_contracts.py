@@ -46,10 +46,10 @@ def violations(package: Path, forbidden: tuple[str, ...], exempt: str = "cli") -
             if any(module == name or module.startswith(name + ".") for name in forbidden)]
 
 
-def loaded_after(code: str) -> list[str]:
-    """Top-level packages of torch, FAISS and Blender that running ``code`` in a fresh Python loads."""
-    probe = code + "\nimport sys\nprint(sorted({m.split('.')[0] for m in sys.modules} & " \
-                   "{'torch', 'torchvision', 'faiss', 'bpy'}))"
+def loaded_after(code: str, watched: tuple[str, ...] = ("torch", "torchvision", "faiss", "bpy")) -> list[str]:
+    """Which of the ``watched`` packages (torch, FAISS and Blender unless told) running ``code`` in a
+    fresh Python loads."""
+    probe = code + f"\nimport sys\nprint(sorted(name for name in {watched!r} if name in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return ast.literal_eval(done.stdout.strip().splitlines()[-1])
@@ -61,6 +61,13 @@ def test_the_core_imports_no_other_room_at_module_level():
 
 def test_the_command_line_builds_its_parser_without_torch_faiss_or_blender():
     assert loaded_after("import ident3d.cli\nident3d.cli.build_parser()") == []
+
+
+def test_neither_the_parser_nor_the_evaluator_loads_scipy_stats():
+    """scipy.stats takes about a second to import, at the start of every command that loaded it."""
+    code = ("import ident3d.cli, ident3d.evaluation, ident3d.protocols, ident3d.fresh, ident3d.latents\n"
+            "ident3d.cli.build_parser()")
+    assert loaded_after(code, ("scipy.stats",)) == []
 
 
 def test_a_broken_rule_is_reported_with_file_and_line(tmp_path):

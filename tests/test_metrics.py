@@ -115,3 +115,15 @@ def test_the_bootstrap_scores_each_resample_as_the_metrics_score_it_alone():
         assert np.array_equal(metrics.bootstrap_r2(z, prediction, rows, clip_each), expected)
     expected = [metrics.mcc(z[pick], h[pick], "pearson", assignment)[0].mean() for pick in rows]
     np.testing.assert_allclose(metrics.bootstrap_mcc(z, h, assignment, rows), expected, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("shape", [(1,), (2,), (9,), (60, 3), (40, 2, 3)])
+def test_average_ranks_are_scipys_rankdata_without_scipy_stats(shape):
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(5)
+    for a in (rng.integers(0, 4, shape).astype(float), rng.normal(size=shape), np.full(shape, 2.0)):
+        assert np.array_equal(metrics.average_ranks(a), rankdata(a, axis=0), equal_nan=True)
+    with_nan = rng.normal(size=shape)
+    with_nan.flat[0] = np.nan  # a column with a NaN ranks as NaN throughout, as scipy's does
+    assert np.array_equal(metrics.average_ranks(with_nan), rankdata(with_nan, axis=0), equal_nan=True)
