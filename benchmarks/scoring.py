@@ -99,8 +99,27 @@ def main() -> None:
           f"{factorise:.3f} s, an eigendecomposition {decompose:.3f} s ({decompose / factorise:.0f} "
           f"factorisations). With {alphas} alphas per gamma, one factorisation per alpha costs "
           f"{alphas * factorise:.2f} s per fold and gamma against {decompose:.2f} s for the "
-          f"eigendecomposition: the protocol factorises per alpha. Load average "
-          f"{os.getloadavg()[0]:.1f} after.")
+          f"eigendecomposition: the protocol factorises per alpha.")
+    print(cpu_scaling(gram + 0.01 * np.eye(n)), f"Load average {os.getloadavg()[0]:.1f} after.")
+
+
+def cpu_scaling(matrix: np.ndarray, jobs: int = 4) -> str:
+    """How much this machine's CPUs add up to on the protocol's heaviest operation: ``jobs``
+    factorisations of ``matrix`` one after the other on one BLAS thread, on two threads of one BLAS
+    thread each, and one after the other on two BLAS threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    def factorise_all(workers: int, blas: int) -> float:
+        with threadpool_limits(limits=blas, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+            return min(seconds(lambda: list(pool.map(lambda _: cho_factor(matrix), range(jobs))))
+                       for _ in range(3))
+
+    alone, side_by_side, two_blas = factorise_all(1, 1), factorise_all(2, 1), factorise_all(1, 2)
+    return (f"{jobs} such factorisations on 1 BLAS thread: {alone:.3f} s one after the other, "
+            f"{side_by_side:.3f} s on two threads side by side ({alone / side_by_side:.2f}x); on 2 BLAS "
+            f"threads one after the other {two_blas:.3f} s ({alone / two_blas:.2f}x).")
 
 
 if __name__ == "__main__":
