@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from ident3d import parallel_fits
 from ident3d.protocols import REGISTRY
@@ -15,14 +16,16 @@ from ident3d.protocols import REGISTRY
 
 def scored_both_ways(monkeypatch: pytest.MonkeyPatch, budget: int) -> tuple:
     """A public split and a fresh draw scored under ident3d-eval-v1 with ``budget`` BLAS threads
-    claimed (the tests' workers have one, so every BLAS call runs on one thread either way)."""
+    claimed, while every BLAS call runs on one thread either way (a call on two threads may round
+    apart from the same call on one: it does on AVX-512 machines)."""
     monkeypatch.setattr(parallel_fits, "thread_budget", lambda: budget)
     rng = np.random.default_rng(7)
     z = rng.uniform(-1, 1, (900, 10))
     h = np.tanh(z @ rng.normal(size=(10, 16))) + 0.02 * rng.normal(size=(900, 16))
     protocol = REGISTRY["ident3d-eval-v1"]
-    public = protocol.score(z[:600], h[:600], ood={"latent_0 > 0.5": (z[600:700], h[600:700])})
-    draw = protocol.score_draw(z[:300], h[:300], public, z[700:], h[700:])
+    with threadpool_limits(limits=1, user_api="blas"):
+        public = protocol.score(z[:600], h[:600], ood={"latent_0 > 0.5": (z[600:700], h[600:700])})
+        draw = protocol.score_draw(z[:300], h[:300], public, z[700:], h[700:])
     return public.values, public.companions, public.kernel, draw.values, draw.companions
 
 

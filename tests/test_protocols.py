@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from ident3d.protocols import COMPANIONS, NAMES, REGISTRY, Scores, per_latent_metrics
 
@@ -153,12 +154,15 @@ if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
 def test_a_draw_of_the_public_score_rows_scores_as_the_public_split(protocol):
     """``score_draw`` applies the public split's read-outs to other rows: given the public score rows
     themselves, every read-out it shares with ``score`` (linear and kernel R², both MCCs, read-out
-    extrapolation) gives the public values; DCI is refitted on the draw's own halves."""
+    extrapolation) gives the public values; DCI is refitted on the draw's own halves. One BLAS thread:
+    ``score`` runs its fits side by side on a share of the threads, ``score_draw`` its predictions on
+    all, and a BLAS call on two threads may round apart from the same call on one."""
     z, h = fixtures()["permutation, scale and noise"]
     scoring = REGISTRY[protocol]
-    public = scoring.score(z, h)
-    fit, test = public.fit, public.test
-    draw = scoring.score_draw(z[fit], h[fit], public, z[test], h[test])
+    with threadpool_limits(limits=1, user_api="blas"):
+        public = scoring.score(z, h)
+        fit, test = public.fit, public.test
+        draw = scoring.score_draw(z[fit], h[fit], public, z[test], h[test])
     for metric in per_latent_metrics():
         if protocol == "cl-ica-2021" and metric == "mcc_pearson":
             continue  # cl-ica matches and scores MCC on its whole sample, not on the score half
