@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import platform
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from ident3d.datasets import ThreeDIdent
 from ident3d.devices import resolve_device
 from ident3d.errors import DatasetError, SubmissionError
 from ident3d.inference import Runner
-from ident3d.ood import confirm_ood_split, track_ood_splits
+from ident3d.ood import confirm_ood_split, ood_split_names, track_ood_splits
 from ident3d.protocols import DEFAULT, NAMES, SPLIT_SEED, ClassFactor, Scores, ScoringProtocol, get_protocol
 from ident3d.results import RESULT_SCHEMA, Result
 from ident3d.sandbox.host import PROBE_IMAGES, SandboxedModel, ScoringProbe
@@ -229,15 +228,20 @@ def evaluate_protocols(submission: str | Path | Submission | torch.nn.Module, da
         sub = submission
     else:
         sub = load_submission(Path(submission), arch, device=str(dev), batch_size=batch_size, limits=limits)
+    ahead: fresh_module.BackgroundDraw | None = None
     try:
         where = str(dataset.layout.folder)
+        reads_ood = any(s.reads_ood_splits for s in scorings)
         if fresh is not None:  # before encoding: a split whose latents are no track's has no draw
-            fresh_module.check_drawable(next(iter(latent_matches(dataset.layout, dataset.latents)), None),
-                                        where)
+            candidate = fresh_module.check_drawable(
+                next(iter(latent_matches(dataset.layout, dataset.latents)), None), where)
             if sub.kind == "embeddings":
                 raise SubmissionError(f"{sub.path}: embeddings cannot be scored on a fresh draw (they are "
                                       "features of the public split only). Fix: submit the model, or drop "
                                       "--fresh.")
+            # rendered while the public split is encoded and scored; the track is proven below
+            ahead = _start_draw(candidate, fresh, fresh_seed, workers,
+                                ood_split_names(Path(data_root), candidate) if reads_ood else ())
         # Each image file is read once: the encoding records its bytes' sha256 (and keeps the images
         # it can), and the identity proof and the fingerprint take them from that record.
         dataset.remember_reads()
@@ -245,8 +249,7 @@ def evaluate_protocols(submission: str | Path | Submission | torch.nn.Module, da
         track = identify(dataset.layout, dataset.latents, dataset.manifest, seen=dataset.reads)
         drawn = fresh_module.check_drawable(None if track.startswith("custom:") else get_track(track),
                                             where) if fresh is not None else None
-        ood_sets = (track_ood_splits(Path(data_root), track)
-                    if any(s.reads_ood_splits for s in scorings) else {})
+        ood_sets = track_ood_splits(Path(data_root), track) if reads_ood else {}
         if ood_sets and sub.kind == "embeddings":
             log.warning("an embeddings file holds features of %s only: the OOD splits (%s) are not scored; "
                         "submit the model to score them", split, ", ".join(ood_sets))
@@ -259,11 +262,15 @@ def evaluate_protocols(submission: str | Path | Submission | torch.nn.Module, da
             (ood_sets, h_ood) if s.reads_ood_splits else ({}, {})), s, progress) for s in scorings}
         draws: dict[str, dict[str, Any]] = {}
         if drawn:
-            n_fresh = drawn.fresh_images if fresh == "track" else fresh
-            draw = _render_and_encode_draw(sub, drawn, n_fresh, dev, batch_size, progress, workers,
-                                           tuple(ood_sets), fresh_seed)
+            if ahead is None or (ahead.track, ahead.splits) != (drawn, ("test", *ood_sets)):
+                if ahead is not None:  # the proof named another track than the latents did
+                    ahead.close()
+                ahead = _start_draw(drawn, fresh, fresh_seed, workers, tuple(ood_sets))
+            draw = _encode_draw(sub, ahead, fresh_seed is not None, dev, batch_size, progress, workers)
             draws = {protocol: _score_draw(public[protocol], draw, progress) for protocol in public}
     finally:
+        if ahead is not None:
+            ahead.close()
         sub.close()
     wall = round(time.perf_counter() - start, 3)
     return {protocol: Result(_document(scored, dataset, track, split, sub, name, dev, draws.get(protocol),
@@ -360,32 +367,33 @@ class RenderedDraw:
     n: int
     track: Track
     sets: dict[str, tuple[ThreeDIdent, np.ndarray]]  # split -> (dataset, raw features)
-    render_s: float
+    render_s: float  # the render's wall seconds, most of them beside the public split's encoding and scoring
     encode_s: float
     source: str  # the model, as errors name it
 
 
-def _render_and_encode_draw(sub: Submission, track: Track, n: int, dev: torch.device, batch_size: int,
-                            progress: bool, workers: int, ood: tuple[str, ...], seed: int | None
-                            ) -> RenderedDraw:
-    """Render a fresh draw of ``track`` (seed from OS entropy unless given): ``n`` test images and ``n``
-    of each region split in ``ood``, and encode them with the same loaded model."""
-    given = seed is not None
-    seed = seed if given else fresh_module.draw_seed()
-    sets: dict[str, tuple[ThreeDIdent, np.ndarray]] = {}
-    render_s = encode_s = 0.0
-    for split in ("test", *ood):
-        with tempfile.TemporaryDirectory(prefix="ident3d-fresh-") as scratch:
-            started = time.perf_counter()
-            with stage(f"rendering a fresh draw of {n} {split} images of {track.id} ({workers} processes)",
-                       progress):
-                fresh_module.render_draw(track, n, seed, Path(scratch), workers, split=split)
-            rendered = time.perf_counter()
-            render_s += rendered - started
-            dataset = ThreeDIdent(scratch, split)
-            sets[split] = (dataset, features(sub, dataset, dev, batch_size, progress))
-            encode_s += time.perf_counter() - rendered
-    return RenderedDraw(seed, given, n, track, sets, render_s, encode_s, str(sub.path))
+def _start_draw(track: Track, fresh: int | Literal["track"], seed: int | None, workers: int,
+                ood: Sequence[str]) -> fresh_module.BackgroundDraw:
+    """Begin rendering a fresh draw of ``track`` (seed from OS entropy unless given): its test split
+    and each region split in ``ood``, ``fresh`` images each (``"track"``: the track's own number)."""
+    n = track.fresh_images if fresh == "track" else fresh
+    return fresh_module.BackgroundDraw(track, n, fresh_module.draw_seed() if seed is None else seed,
+                                       ("test", *ood), workers)
+
+
+def _encode_draw(sub: Submission, ahead: fresh_module.BackgroundDraw, given: bool, dev: torch.device,
+                 batch_size: int, progress: bool, workers: int) -> RenderedDraw:
+    """Wait for the draw's render to finish, then encode every split of it with the same loaded model."""
+    with stage(f"rendering a fresh draw of {ahead.n} images per split of {ahead.track.id} ({workers} "
+               "processes, begun with the public split)", progress):
+        root = ahead.wait()
+    began = time.perf_counter()
+    sets = {}
+    for split in ahead.splits:
+        dataset = ThreeDIdent(root, split)
+        sets[split] = (dataset, features(sub, dataset, dev, batch_size, progress))
+    return RenderedDraw(ahead.seed, given, ahead.n, ahead.track, sets, ahead.render_s,
+                        time.perf_counter() - began, str(sub.path))
 
 
 def _score_draw(public: ScoredSplit, draw: RenderedDraw, progress: bool) -> dict[str, Any]:

@@ -17,6 +17,9 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
+import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -53,14 +56,63 @@ def check_drawable(track: Track | None, what: str) -> Track:
     return track
 
 
-def render_draw(track: Track, n: int, seed: int, root: Path, workers: int = 2, split: str = "test") -> Path:
+def render_draw(track: Track, n: int, seed: int, root: Path, workers: int = 2, split: str = "test",
+                stop: threading.Event | None = None) -> Path:
     """Render the draw into ``root/split``: a finished split of ``n`` images of the distribution of the
-    track's ``split`` (its test split, or one of an OOD track's region splits)."""
+    track's ``split`` (its test split, or one of an OOD track's region splits). ``stop``, set by
+    another thread, ends the render early with a ``RenderError``."""
     render = next((point.load() for point in entry_points(group=RENDERERS, name="blender-draw")), None)
     if render is None:
         raise DatasetError("a fresh draw needs the renderer. Fix: install ident3d from its clone with the "
                            'render extra (pip install -e ".[render]"; README, "Install")')
-    return render(track, split, Path(root), n=n, seed=seed, workers=workers)
+    return render(track, split, Path(root), n=n, seed=seed, workers=workers, stop=stop)
+
+
+class BackgroundDraw:
+    """A draw rendering in a thread of its own while the caller goes on (the evaluator encodes and
+    scores the public split meanwhile, so the render's processes fill the cores that work leaves
+    idle): ``n`` images of each of ``splits`` of ``track`` drawn with ``seed``, into a scratch folder
+    that lives until ``close``. ``wait`` gives the folder once every split is rendered (or raises
+    the render's error); ``close`` stops a render still running (its processes are terminated within
+    a fraction of a second) and removes the folder. Use it as a context manager."""
+
+    def __init__(self, track: Track, n: int, seed: int, splits: tuple[str, ...], workers: int) -> None:
+        self.track, self.n, self.seed, self.splits = track, n, seed, splits
+        self.render_s = 0.0  # wall seconds from the start to the last split rendered
+        self._scratch = tempfile.TemporaryDirectory(prefix="ident3d-fresh-")
+        self.root = Path(self._scratch.name)
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._render, args=(workers,), name="ident3d-fresh-draw",
+                                        daemon=True)
+        self._thread.start()
+
+    def _render(self, workers: int) -> None:
+        began = time.perf_counter()
+        try:
+            for split in self.splits:
+                render_draw(self.track, self.n, self.seed, self.root, workers, split, self._stop)
+        except BaseException as error:  # handed to the thread that waits
+            self._error = error
+        self.render_s = time.perf_counter() - began
+
+    def wait(self) -> Path:
+        """The scratch folder holding a finished split per name in ``splits``."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self.root
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._scratch.cleanup()
+
+    def __enter__(self) -> BackgroundDraw:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,13 @@ def ood_scores(readouts: Readouts, z_score: np.ndarray, h_score: np.ndarray, nam
     return {"in_distribution": {**_summary(reference), "per_latent": reference}, "splits": out}
 
 
+def ood_split_names(data_root: Path, track: Any) -> tuple[str, ...]:
+    """The names of ``track``'s OOD (region) splits that have a folder under ``data_root``: those
+    ``track_ood_splits`` reads (it warns about the others)."""
+    return tuple(name for name, spec in track.splits.items()
+                 if spec.region is not None and (Path(data_root) / name).is_dir())
+
+
 def track_ood_splits(data_root: Path, track_id: str) -> dict[str, Any]:
     """The OOD test splits of the track ``track_id`` found under ``data_root`` (``ThreeDIdent`` by
     name), each recording what it reads (``remember_reads``). Each must have the track's latents for
@@ -63,10 +70,11 @@ def track_ood_splits(data_root: Path, track_id: str) -> dict[str, Any]:
     except TrackError:  # custom data: no OOD splits to look for
         return {}
     found = {}
+    present = ood_split_names(data_root, track)
     for name, spec in track.splits.items():
         if spec.region is None:
             continue
-        if not (Path(data_root) / name).is_dir():
+        if name not in present:
             log.warning("track %s has the OOD split %s, not under %s: render it (`ident3d render --track %s "
                         "--split %s`) to score it", track.id, name, data_root, track.name, name)
             continue

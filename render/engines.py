@@ -11,7 +11,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
@@ -25,10 +25,12 @@ ENGINES = ("local", "ray")
 
 
 def run(engine: str, settings: RenderSettings, tasks: list[Task], workers: int,
-        address: str | None, on_done: Callable[[int], None]) -> None:
-    """Render ``tasks`` with the named engine."""
+        address: str | None, on_done: Callable[[int], None], stop: threading.Event | None = None) -> None:
+    """Render ``tasks`` with the named engine (``stop``: see ``run_local``; local processes only)."""
     if engine == "local":
-        run_local(settings, tasks, workers, on_done)
+        run_local(settings, tasks, workers, on_done, stop)
+    elif stop is not None:
+        raise RenderError(f"engine {engine!r} cannot be stopped from another thread; expected 'local'")
     elif engine == "ray":
         run_ray(settings, tasks, workers, address, on_done)
     else:
@@ -36,15 +38,16 @@ def run(engine: str, settings: RenderSettings, tasks: list[Task], workers: int,
 
 
 def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
-              on_done: Callable[[int], None]) -> None:
+              on_done: Callable[[int], None], stop: threading.Event | None = None) -> None:
     """Spawned worker processes each build the scene once and render contiguous chunks.
 
     A worker that dies (killed, out of memory) breaks the pool and ends the job with one error
     instead of leaving its chunk unfinished forever; finished images are kept for the re-run.
     Ctrl-C and SIGTERM stop the job at once: the workers never see SIGINT (they start with it
     ignored), are terminated by this process, and die with it if it is killed outright; the
-    interrupt then reaches the caller as KeyboardInterrupt. Blender's per-process temp folders go
-    to one scratch folder that is removed here, even after a failure.
+    interrupt then reaches the caller as KeyboardInterrupt. ``stop``, set by another thread, stops
+    the job the same way within ``STOP_POLL_S`` and raises ``RenderStopped``. Blender's per-process
+    temp folders go to one scratch folder that is removed here, even after a failure.
     """
     if not tasks:
         return
@@ -62,8 +65,13 @@ def run_local(settings: RenderSettings, tasks: list[Task], workers: int,
             with _sigint_ignored(), caller_main_hidden():  # the workers start during the submits
                 chunks = [pool.submit(render_tasks, settings, tasks[i:i + size])
                           for i in range(0, len(tasks), size)]
-            for done in as_completed(chunks):
-                on_done(len(done.result()))
+            pending = set(chunks)
+            while pending:
+                done, pending = wait(pending, None if stop is None else STOP_POLL_S, FIRST_COMPLETED)
+                for chunk in done:
+                    on_done(len(chunk.result()))
+                if stop is not None and stop.is_set() and pending:
+                    raise RenderStopped("the render was stopped before it finished")
             pool.shutdown()
     except BaseException as error:
         if pool is not None:
@@ -102,6 +110,11 @@ def _stop(pool: ProcessPoolExecutor, workers: set[multiprocessing.process.BasePr
 
 
 STOP_GRACE_S = 5.0
+STOP_POLL_S = 0.1  # how often a job with a ``stop`` event looks at it
+
+
+class RenderStopped(RenderError):
+    """A local job ended early because its ``stop`` event was set."""
 
 
 @contextmanager
@@ -124,8 +137,15 @@ def caller_main_hidden() -> Iterator[None]:
 
 @contextmanager
 def _sigint_ignored() -> Iterator[None]:
+    """Workers started in the block never see SIGINT: it is ignored while they start from the main
+    thread, and blocked in another thread (a signal's disposition can only be changed from the main
+    thread; a blocked mask is inherited by the spawned processes as an ignored signal is)."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         return
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:

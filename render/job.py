@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -219,8 +220,9 @@ def image_is_complete(path: Path) -> bool:
 
 def render_split(job: RenderJob, *, engine: str = "local", workers: int = 1,
                  shard: tuple[int, int] = (0, 1), ray_address: str | None = None,
-                 progress: bool = True) -> Path | None:
-    """Render the shard's missing images, record the shard, and finalize when all shards exist.
+                 progress: bool = True, stop: threading.Event | None = None) -> Path | None:
+    """Render the shard's missing images, record the shard, and finalize when all shards exist
+    (``stop``, set by another thread, ends a local render early: ``engines.run_local``).
 
     Returns the manifest path once the split is complete, else None (other shards outstanding).
     """
@@ -243,7 +245,7 @@ def render_split(job: RenderJob, *, engine: str = "local", workers: int = 1,
         tasks = [(i, str(lay.image(i, job.padding)), params.row(k)) for k, i in enumerate(todo)]
         with tqdm(total=len(indices), initial=len(indices) - len(todo), unit="img",
                   desc=f"render {lay.split} {shard[0]}/{shard[1]}", disable=not progress) as bar:
-            engines.run(engine, job.settings, tasks, workers, ray_address, bar.update)
+            engines.run(engine, job.settings, tasks, workers, ray_address, bar.update, stop)
     write_shard_record(job, shard, indices)
     return finalize(lay, record) if shards_complete(lay, job.n) else None
 
@@ -357,12 +359,14 @@ def render_track_rows(track, raw: np.ndarray, folder: Path, *, workers: int = 1)
     return paths
 
 
-def render_track_draw(track, split: str, root: Path, *, n: int, seed: int, workers: int = 2) -> Path:
+def render_track_draw(track, split: str, root: Path, *, n: int, seed: int, workers: int = 2,
+                      stop: threading.Event | None = None) -> Path:
     """Render a fresh draw of ``track``'s ``split``: ``n`` images of its distribution drawn with
-    ``seed``, with the track's settings, as a finished split ``root/split`` (manifest included).
-    ``ident3d.fresh`` finds this through the ``ident3d.renderers`` entry point."""
+    ``seed``, with the track's settings, as a finished split ``root/split`` (manifest included);
+    ``stop`` ends it early (``engines.RenderStopped``). ``ident3d.fresh`` finds this through the
+    ``ident3d.renderers`` entry point."""
     job = plan_track_job(root, track, split, draw=(n, seed))
-    return render_split(job, workers=workers, progress=False)
+    return render_split(job, workers=workers, progress=False, stop=stop)
 
 
 def _version(dist: str) -> str | None:

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
+from conftest import processes_in_group
 
 from ident3d import evaluation
 from ident3d import fresh as fresh_module
@@ -71,6 +78,52 @@ def count_calls(monkeypatch, module, name: str) -> list[tuple]:
 
     monkeypatch.setattr(module, name, counted)
     return calls
+
+
+def test_closing_a_draw_still_rendering_ends_its_processes_and_removes_its_folder():
+    """The evaluator renders the draw beside the public split's scoring and closes it when that
+    fails: nothing of the render may outlive the close."""
+    from ident3d.errors import RenderError
+    from ident3d.tracks import get_track
+
+    before = set(multiprocessing.active_children())
+    draw = fresh_module.BackgroundDraw(get_track("3dident-v2-64"), 2000, 1, ("test",), workers=2)
+    images = draw.root / "test" / "images"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(images.glob("[!.]*.png"))) < 4:
+        time.sleep(0.05)
+    assert len(list(images.glob("[!.]*.png"))) >= 4, "the draw never started rendering"
+    draw.close()
+    assert not draw.root.exists()
+    assert set(multiprocessing.active_children()) <= before
+    with pytest.raises(RenderError, match="stopped before it finished"):
+        draw.wait()
+
+
+def test_ctrl_c_during_a_fresh_evaluation_leaves_no_process_and_no_folder(cpu_track_data, tmp_path):
+    """Ctrl-C reaches the whole foreground group while the draw renders beside the public split: one
+    error line, and the render's processes and folder are gone."""
+    model = export_pixel_readout(tmp_path / "pixels.pt2", 64)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ident3d.cli", "-q", "evaluate", "--model", str(model), "--data",
+         str(cpu_track_data), "--fresh", "2000", "--out", str(tmp_path / "result.json")],
+        start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(scratch.glob("ident3d-fresh-*/test/images/[!.]*.png")):
+        time.sleep(0.05)
+    assert list(scratch.glob("ident3d-fresh-*/test/images/[!.]*.png")), "the draw never started rendering"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == [
+        "error: interrupted. Fix: re-run the same command; finished work is kept."]
+    time.sleep(0.5)
+    assert processes_in_group(proc.pid) == []
+    assert not list(scratch.glob("ident3d-fresh-*")) and not (tmp_path / "result.json").exists()
 
 
 def test_fresh_needs_a_rendered_track(tmp_path, lookup_model):

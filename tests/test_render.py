@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import processes_in_group
 from PIL import Image
 
 from ident3d.errors import LatentError, ManifestMismatchError, RenderError
@@ -72,6 +73,35 @@ def test_an_image_is_the_same_after_others_in_one_session_as_alone(tmp_path):
         render(tmp_path / f"alone{i}", variant="objects", latents=tmp_path / f"row{i}.npy", n=None)
         alone.append(pixels(tmp_path / f"alone{i}")[0])
     np.testing.assert_array_equal(pixels(tmp_path / "together"), np.stack(alone))
+
+
+def _sigint_blocked(answer) -> None:
+    answer.put(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+
+def test_workers_started_from_another_thread_never_see_sigint():
+    """A fresh draw's workers start from a thread beside the evaluator's main one, where SIGINT's
+    handler cannot be changed: they start with it blocked instead, so a Ctrl-C while they import is
+    the parent's to handle (their initialiser ignores it from then on)."""
+    import multiprocessing
+    import threading
+
+    from ident3d.render import engines
+
+    ctx = multiprocessing.get_context("spawn")
+    answer = ctx.Queue()
+
+    def start() -> None:
+        with engines._sigint_ignored(), engines.caller_main_hidden():
+            worker = ctx.Process(target=_sigint_blocked, args=(answer,))
+            worker.start()
+        worker.join()
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join()
+    assert answer.get(timeout=30) is True
+
 
 def test_workers_leave_no_temp_folders(tmp_path, monkeypatch):
     # Blender makes a blender_XXXXXX folder under TMPDIR in every process; terminated pool workers
@@ -155,19 +185,6 @@ def test_sigkill_partway_then_resume_equals_uninterrupted(tmp_path):
     before = (out / "train/manifest.json").stat().st_mtime_ns
     assert cli(*args).returncode == 0  # a finished dataset is a no-op
     assert (out / "train/manifest.json").stat().st_mtime_ns == before
-
-
-def processes_in_group(group: int) -> list[str]:
-    """Command lines of the live processes whose process group is ``group``."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == group and fields[0] != "Z":  # fields: state, ppid, pgrp, ...
-            found.append((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120])
-    return found
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
