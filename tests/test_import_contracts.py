@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,28 @@ def test_neither_the_parser_nor_the_evaluator_loads_scipy_stats():
     code = ("import ident3d.cli, ident3d.evaluation, ident3d.protocols, ident3d.fresh, ident3d.latents\n"
             "ident3d.cli.build_parser()")
     assert loaded_after(code, ("scipy.stats",)) == []
+
+
+@pytest.mark.parametrize("wrong", ["model", "data", "split", "out"])
+def test_evaluate_refuses_a_wrong_path_before_torch_or_the_sandbox_starts(tmp_path, wrong):
+    """A mistyped path is one error line at once: the model file, the data root, its split and an
+    output that exists are checked before torch is imported or the sandbox's server is started."""
+    (tmp_path / "data" / "test").mkdir(parents=True)
+    with zipfile.ZipFile(tmp_path / "model.pt2", "w") as archive:  # a .pt2's header: its checks come later
+        archive.writestr("model/version", "1")
+    (tmp_path / "result.json").write_text("{}")
+    paths = {"model": str(tmp_path / "model.pt2"), "data": str(tmp_path / "data"), "split": "test",
+             "out": str(tmp_path / "fresh-result.json")}
+    paths[wrong] = {"model": str(tmp_path / "modle.pt2"), "data": str(tmp_path / "dta"), "split": "tset",
+                    "out": str(tmp_path / "result.json")}[wrong]
+    argv = ["evaluate", "--model", paths["model"], "--data", paths["data"], "--split", paths["split"],
+            "--out", paths["out"]]
+    code = ("import contextlib, io, ident3d.cli\nerr = io.StringIO()\n"
+            f"with contextlib.redirect_stderr(err):\n    code = ident3d.cli.main({argv!r})\n"
+            "said = err.getvalue()\n"
+            f"assert code == 1 and said.startswith('error: ') and {paths[wrong]!r} in said, said")
+    assert loaded_after(code, ("torch", "ident3d.sandbox.spawn")) == []
+    assert (tmp_path / "result.json").read_text() == "{}"
 
 
 def test_a_broken_rule_is_reported_with_file_and_line(tmp_path):

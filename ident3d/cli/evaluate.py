@@ -54,7 +54,8 @@ def fresh_size(text: str) -> int | str:
 
 
 def check_inputs(args: argparse.Namespace) -> None:
-    """The model file and the split, checked before torch is imported or the sandbox starts."""
+    """The model file and the split, checked before torch is imported or the sandbox starts (and so
+    is ``--out``, in ``run``)."""
     from ident3d.errors import DatasetError
     from ident3d.submission_files import submission_kind
 
@@ -71,14 +72,14 @@ def check_inputs(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_inputs(args)
+    if args.out is not None:
+        check_output_file(args.out, "--out", reads=(args.model, args.data), overwrite=args.overwrite)
     if args.model.suffix.lower() in (".pt2", ".safetensors"):
         from ident3d.sandbox import spawn
 
         spawn.prestart()  # the sandbox imports torch while this process does the same
     from ident3d.evaluation import evaluate
 
-    if args.out is not None:
-        check_output_file(args.out, "--out", reads=(args.model, args.data), overwrite=args.overwrite)
     limits = SandboxLimits(memory_gib=args.memory_limit, batch_seconds=args.time_limit,
                            reader=Limits(max_parameters=args.max_parameters,
                                          max_feature_dim=args.max_feature_dim))
