@@ -10,13 +10,16 @@ absolute error 1/255 of `paper` is the one the `standard` preset should use. ``-
 keeps the `paper` renders (about 21 s each on 2 cores) so a second run re-uses them. ``--device
 gpu`` renders everything, `paper` included, with Cycles on the GPU (not measured on this project's
 machines, which have none). Last, the `preview` preset's rate as a fresh draw meets it: 2,000 images of
-the CPU track, start-up included, with 1 and 2 workers (``--preview-only`` prints only that).
+the CPU track, start-up included, with 1 and 2 workers, and what one render call costs a worker of one
+Cycles thread, with every latent changed and with nothing changed (the path tracing and the call's
+fixed cost), which caps the rate whatever the rest costs (``--preview-only`` prints only that).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import tempfile
@@ -104,6 +107,39 @@ def preview_draw_rate(device: str, n: int = PREVIEW_DRAW) -> None:
             seconds = time.perf_counter() - start
         print(f"preview preset (64 px, 4 samples), {n:,} images, {workers} worker(s), start-up included: "
               f"{n / seconds:.1f} images/s (goal with 2 workers: {PREVIEW_GOAL})", flush=True)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:  # bpy stays out of this process
+        changed, unchanged = pool.apply(render_call_ms, (device,))
+    cpus = len(os.sched_getaffinity(0))
+    print(f"one render call in a worker of 1 Cycles thread, no file written: {changed:.1f} ms with every "
+          f"latent changed, {unchanged:.1f} ms with nothing changed; {cpus} such workers render at most "
+          f"{cpus * 1000 / changed:.0f} images/s, and {cpus * 1000 / unchanged:.0f} with no scene change "
+          "at all", flush=True)
+
+
+def render_call_ms(device: str, images: int = 140, warm: int = 40) -> tuple[float, float]:
+    """Milliseconds per ``bpy.ops.render.render`` call (no image written) of the CPU track's `preview`
+    settings in this process on one Cycles thread, as a render worker makes it: each image with its
+    own latents applied, then the same image again and again. Runs in a throw-away process."""
+    from ident3d.render import worker
+
+    with tempfile.TemporaryDirectory() as tmp:
+        job = plan_track_job(Path(tmp), get_track("3dident-v2-64"), "test", device=device, draw=(images, 7))
+        params = job.variant.scene_params(job.raw)
+        worker.init_worker(job.settings, threads=1)
+        scene = worker._scene  # the worker's own scene (benchmark only: render_one writes files)
+        assert scene is not None
+
+        def per_call(apply) -> float:
+            total = 0.0
+            for i in range(images):
+                apply(i)
+                began = time.perf_counter()
+                scene.bpy.ops.render.render(write_still=False)
+                total += (time.perf_counter() - began) * (i >= warm)
+            return total / (images - warm) * 1000
+
+        changed = per_call(lambda i: scene.apply(params.row(i)))
+        return changed, per_call(lambda i: None)
 
 
 def compare_settings(args: argparse.Namespace) -> None:

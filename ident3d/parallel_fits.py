@@ -1,9 +1,10 @@
 """A protocol's independent fits, run side by side on the cores this process has.
 
 The parts of ``ident3d-eval-v1`` do not wait on each other's results: the kernel choice's folds and
-gammas, the fitted read-outs, read-out extrapolation's fits and DCI. Each spends its time in numpy and
-LAPACK calls, which let go of the GIL, or (DCI's elastic net) in Python beside them, so threads of one
-process keep every core busy. Run one after the other, the LAPACK factorisations used both cores of a
+gammas, the fitted read-outs, read-out extrapolation's fits and DCI. Each spends its time in numpy
+calls and Cholesky solves that let go of the GIL (``ident3d.lapack``: scipy's own LAPACK wrappers hold
+it, and threads calling them take turns), or (DCI's elastic net) in Python beside them, so threads of
+one process keep every core busy. Run one after the other, the factorisations used both cores of a
 2-core machine but numpy's ``exp`` and DCI's loop only one.
 
 ``parallel_fits()`` shares out the threads the process's BLAS libraries may use (their current limit,
