@@ -29,10 +29,12 @@ def _routine(name: str) -> ctypes._CFuncPtr:
     from scipy.linalg import cython_lapack
 
     capsule = cython_lapack.__pyx_capi__[name]
-    capsule_name = ctypes.pythonapi.PyCapsule_GetName
-    capsule_name.restype, capsule_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-    pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    pointer.restype, pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    # prototypes of our own: setting argtypes on ctypes.pythonapi's shared functions would change them
+    # for every other user in the process
+    capsule_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(
+        ("PyCapsule_GetName", ctypes.pythonapi))
+    pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", ctypes.pythonapi))
     return ctypes.CFUNCTYPE(None, *_SIGNATURES[name])(pointer(capsule, capsule_name(capsule)))
 
 
