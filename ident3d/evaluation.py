@@ -266,7 +266,7 @@ def evaluate_protocols(submission: str | Path | Submission | torch.nn.Module, da
                 if ahead is not None:  # the proof named another track than the latents did
                     ahead.close()
                 ahead = _start_draw(drawn, fresh, fresh_seed, workers, tuple(ood_sets))
-            draw = _encode_draw(sub, ahead, fresh_seed is not None, dev, batch_size, progress, workers)
+            draw = _encode_draw(sub, ahead, fresh_seed is not None, dev, batch_size, progress)
             draws = {protocol: _score_draw(public[protocol], draw, progress) for protocol in public}
     finally:
         if ahead is not None:
@@ -382,9 +382,9 @@ def _start_draw(track: Track, fresh: int | Literal["track"], seed: int | None, w
 
 
 def _encode_draw(sub: Submission, ahead: fresh_module.BackgroundDraw, given: bool, dev: torch.device,
-                 batch_size: int, progress: bool, workers: int) -> RenderedDraw:
+                 batch_size: int, progress: bool) -> RenderedDraw:
     """Wait for the draw's render to finish, then encode every split of it with the same loaded model."""
-    with stage(f"rendering a fresh draw of {ahead.n} images per split of {ahead.track.id} ({workers} "
+    with stage(f"rendering a fresh draw of {ahead.n} images per split of {ahead.track.id} ({ahead.workers} "
                "processes, begun with the public split)", progress):
         root = ahead.wait()
     began = time.perf_counter()

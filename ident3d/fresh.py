@@ -74,24 +74,23 @@ class BackgroundDraw:
     idle): ``n`` images of each of ``splits`` of ``track`` drawn with ``seed``, into a scratch folder
     that lives until ``close``. ``wait`` gives the folder once every split is rendered (or raises
     the render's error); ``close`` stops a render still running (its processes are terminated within
-    a fraction of a second) and removes the folder. Use it as a context manager."""
+    a fraction of a second) and removes the folder."""
 
     def __init__(self, track: Track, n: int, seed: int, splits: tuple[str, ...], workers: int) -> None:
-        self.track, self.n, self.seed, self.splits = track, n, seed, splits
+        self.track, self.n, self.seed, self.splits, self.workers = track, n, seed, splits, workers
         self.render_s = 0.0  # wall seconds from the start to the last split rendered
         self._scratch = tempfile.TemporaryDirectory(prefix="ident3d-fresh-")
         self.root = Path(self._scratch.name)
         self._stop = threading.Event()
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._render, args=(workers,), name="ident3d-fresh-draw",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._render, name="ident3d-fresh-draw", daemon=True)
         self._thread.start()
 
-    def _render(self, workers: int) -> None:
+    def _render(self) -> None:
         began = time.perf_counter()
         try:
             for split in self.splits:
-                render_draw(self.track, self.n, self.seed, self.root, workers, split, self._stop)
+                render_draw(self.track, self.n, self.seed, self.root, self.workers, split, self._stop)
         except BaseException as error:  # handed to the thread that waits
             self._error = error
         self.render_s = time.perf_counter() - began
@@ -107,12 +106,6 @@ class BackgroundDraw:
         self._stop.set()
         self._thread.join()
         self._scratch.cleanup()
-
-    def __enter__(self) -> BackgroundDraw:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 @dataclass(frozen=True)
