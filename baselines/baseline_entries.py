@@ -69,6 +69,7 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
     and the entry ``<id>-verified`` stands beside the run's public-split seed group (in no group: it
     is another status). A run already entered is skipped, so the step resumes."""
     from ident3d.leaderboard.entries import (
+        Entry,
         entry_from_result,
         entry_path,
         load_entries,
@@ -76,12 +77,17 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
         same_model,
         write_entry,
     )
-    from ident3d.leaderboard.verification import Signer, keyring_folder, publish_key, record_for
+    from ident3d.leaderboard.keyring import keyring_folder, read_keyring
+    from ident3d.leaderboard.verification import Signer
     from ident3d.results import Result
 
     signer = Signer.load_or_create(verifier) if verifier is not None else None
-    if signer is not None:  # a key the keyring holds otherwise fails here, before any scoring
-        publish_key(signer, keyring_folder(entries))
+    keyring = keyring_folder(entries)
+    if signer is not None and read_keyring(keyring).by_fingerprint(signer.fingerprint) is None:
+        raise ExperimentError(f"--verifier {verifier}: this key is not in {keyring}, so the rows "
+                              "it signs would be unverified claims. Fix: a maintainer adds it first, in a "
+                              f"change of its own (`ident3d leaderboard keyring add {verifier} --holder ... "
+                              "--role machine --kept ...`).")
     written = []
     finished = load_runs(out)
     for planned in experiment.runs:
@@ -109,14 +115,15 @@ def add_entries(experiment: Experiment, out: Path, entries: Path, verifier: str 
         rescored = rescore_together(public, checkpoint, data, fresh="track" if signer is not None else None,
                                     progress=False)
         for result in rescored:
-            proof = signer.sign(record_for(entry_id, result.document)) if signer is not None else None
             entry = entry_from_result(
                 result, entry_id, status="verified" if signer is not None else "public-split",
                 name=f"{planned.folder} ({experiment.label})", authors=["ident3d maintainers"],
                 training_data=training_data(run["config"], track), positives=about["positives"],
                 loss=about["loss"], model_space=about["model_space"],
                 footnote=f"{about['budget']}; reproduce: {reproduce_command(experiment, planned)}",
-                seed_group=None if signer is not None else planned.group, verification=proof)
+                seed_group=None if signer is not None else planned.group)
+            if signer is not None:
+                entry = Entry.parse(signer.sign_entry(entry.document), f"entry {entry_id}")
             written.append(write_entry(entry, entries))
     return written
 

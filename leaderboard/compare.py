@@ -7,7 +7,16 @@ from __future__ import annotations
 from textwrap import fill
 
 from ident3d.leaderboard.markdown import percent, table_lines
-from ident3d.leaderboard.ranking import Row, latent_scores, placement, scores, status
+from ident3d.leaderboard.ranking import (
+    Row,
+    is_verified,
+    latent_scores,
+    placement,
+    rank_key,
+    rank_labels,
+    scores,
+    status,
+)
 
 AROUND = 2  # rows shown above and below the candidate
 TOP = 3  # the table's first rows, shown above the candidate's when they are not among them
@@ -19,19 +28,41 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def compact_lines(table: list[Row], start: int, candidate: Row) -> list[str]:
+def compact_lines(table: list[Row], labels: list[str], candidate: Row) -> list[str]:
     """rank, name, R², MCC and status of each row, the candidate marked with ``>``; seed groups as
     one row (their mean)."""
-    lines = [f"  {'#':>3}  {'name':<{NAME}}  {'R² %':>6}  {'MCC %':>6}  status",
+    lines = [f"  {'#':>4}  {'name':<{NAME}}  {'R² %':>6}  {'MCC %':>6}  status",
              "  " + "-" * (WIDTH - 2)]
-    for rank, row in enumerate(table, start=start):
+    for label, row in zip(labels, table, strict=True):
         m = scores(row)
         name = _clip(row["name"], NAME)
         mark = ">" if row is candidate else " "
-        line = (f"{mark} {rank:>3}  {name:<{NAME}}  {percent(m['linear_r2']):>6}  "
+        line = (f"{mark} {label:>4}  {name:<{NAME}}  {percent(m['linear_r2']):>6}  "
                 f"{percent(m.get('mcc_pearson')):>6}  {status(row)}")
         lines.append(_clip(line, WIDTH))
     return lines
+
+
+def standing(table: list[Row], position: int, label: str) -> str:
+    """Where the candidate stands: its rank among verified rows, or its place among the others and
+    where its scores would put it among the verified rows' fresh scores."""
+    candidate = table[position - 1]
+    where = f"{candidate['dataset']} · {candidate['protocol']}"
+    verified = [row for row in table if is_verified(row)]
+    if is_verified(candidate):
+        return (f"{label} would rank {position} of {len(verified)} verified rows in {where} (by MCC, then "
+                "linear R²)")
+    others = len(table) - len(verified)
+    if not verified:
+        return (f"{label} would rank ({position}) of {others} in {where} (ranked by MCC, then linear R²; no "
+                "row of this table is verified, so none of its ranks is a verified one)")
+    line = (f"{label} would be listed ({position - len(verified)}) of {others} rows that are not verified "
+            f"in {where}, after its {len(verified)} verified rows (ranked by MCC, then linear R²; an "
+            "unverified row never ranks above a verified one)")
+    among = sorted([*verified, candidate], key=lambda row: rank_key(row)[1:]).index(candidate) + 1
+    return line + (f". Were a fresh draw to score it as its public split does, it would rank {among} of "
+                   f"{len(verified) + 1} verified rows (`ident3d leaderboard add --checkpoint` verifies a "
+                   "model file)")
 
 
 def per_latent(entry: Row) -> dict[str, dict[str, float | None]]:
@@ -40,21 +71,21 @@ def per_latent(entry: Row) -> dict[str, dict[str, float | None]]:
 
 def report(entries: list[Row], candidate: Row, label: str, wide: bool = False) -> str:
     rank, size, table = placement(entries, candidate)
+    labels = rank_labels(table)
     candidate = table[rank - 1]  # the table's own row for it
-    lines = [fill(f"{label} would rank {rank} of {size} in {candidate['dataset']} · {candidate['protocol']}"
-                  " (ranked by MCC, then linear R²)", WIDTH)]
+    lines = [fill(standing(table, rank, label), WIDTH)]
     if candidate["dataset"].startswith("custom:"):
         lines.append("(custom data: no track verified this split, so only results on the very same "
                      "data share this table; see `ident3d tracks`)")
     low, high = max(0, rank - 1 - AROUND), min(size, rank + AROUND)
     if wide:
-        lines += ["", *table_lines(table[low:high], start=low + 1)]
+        lines += ["", *table_lines(table[low:high], labels[low:high])]
     else:
-        shown = compact_lines(table[low:high], low + 1, candidate)
+        shown = compact_lines(table[low:high], labels[low:high], candidate)
         if low > TOP:  # the top of the table, then the candidate's neighbourhood
-            shown[2:2] = [*compact_lines(table[:TOP], 1, candidate)[2:], f"  {'…':>3}"]
+            shown[2:2] = [*compact_lines(table[:TOP], labels[:TOP], candidate)[2:], f"  {'…':>4}"]
         elif low > 0:
-            shown = compact_lines(table[:high], 1, candidate)
+            shown = compact_lines(table[:high], labels[:high], candidate)
         lines += ["", *shown]
     if rank == 1 or not per_latent(candidate):
         return "\n".join(lines)

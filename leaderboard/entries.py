@@ -16,7 +16,8 @@ from typing import Any
 
 from ident3d import atomic
 from ident3d.errors import ResultError
-from ident3d.leaderboard.verification import Proof, keyring_folder, prove
+from ident3d.leaderboard.keyring import keyring_folder
+from ident3d.leaderboard.verification import Proof, prove
 from ident3d.protocols import per_latent_metrics
 from ident3d.readers import read_json
 from ident3d.results import Result, schema_error, schema_problem, shipped_schema, validate_result
@@ -80,6 +81,10 @@ def validate_entry(entry: Any, source: str, result_checked: bool = False) -> dic
     error = schema_error(entry, "ident3d.leaderboard.schemas", "entry-v1.json")
     if error is not None:
         raise ResultError(f"{source}: {schema_problem(error)}")
+    if entry.get("metrics_std") and entry["status"] != "reported-in-paper":
+        raise ResultError(f"{source}: field metrics_std: only a row copied from a paper's table carries its "
+                          "own spread (a seed group's row computes its sd from its runs). Fix: remove it, or "
+                          "enter each seed's run with one --seed-group")
     if entry["result"] is not None:
         try:
             if not result_checked:
@@ -265,17 +270,22 @@ def entry_from_result(result: Result, entry_id: str, *, status: str = "self-repo
     return Entry(entry, f"entry {entry_id}", validated)
 
 
+# The sections of a result a board shows (means, per-latent values, companions, the fresh draw); the
+# rest (dataset, model, seeds, versions, timings, the kernel's chosen hyperparameters) are identity.
+SHOWN_SECTIONS = ("metrics", "per_latent", "dci", "extrapolation", "ood", "blocks", "fresh")
+
+
 def _shown_numbers(result: Mapping[str, Any]) -> dict[str, float | None]:
     """Every number a result shows that a re-score must reproduce, by field path: the means, the
-    per-latent values, and every number of a fresh draw (its scores, per-latent values, companions and
-    gaps; not its timings)."""
-    out: dict[str, float | None] = {f"metrics/{k}": v for k, v in result["metrics"].items()}
-    for row in result.get("per_latent", []):
-        out.update({f"per_latent/{row.get('factor')}/{k}": row[k] for k in per_latent_metrics() if k in row})
-    fresh = result.get("fresh")
-    if fresh:
-        shown = {k: v for k, v in fresh.items() if k not in FRESH_UNCOMPARED}
-        out.update(_leaves(shown, "fresh"))
+    per-latent values, the companions (DCI, extrapolation, OOD splits, blocks) and every number of a
+    fresh draw (its scores, per-latent values, companions and gaps; not its timings)."""
+    out: dict[str, float | None] = {}
+    for section in SHOWN_SECTIONS:
+        value = result.get(section)
+        if section == "fresh" and value:
+            value = {k: v for k, v in value.items() if k not in FRESH_UNCOMPARED}
+        if value is not None:
+            out.update(_leaves(value, section))
     return out
 
 
@@ -390,6 +400,44 @@ def same_model(entries: list[Entry], sha256: str, table: tuple[str, str]) -> lis
     """The ids of entries of ``table`` (track, protocol) scored from the model file ``sha256``."""
     return [e["id"] for e in entries if (e["dataset"], e["protocol"]) == table and sha256 in (
         e.get("checkpoint_sha256"), ((e.get("result") or {}).get("model") or {}).get("sha256"))]
+
+
+# Two entries whose scores agree this closely are one model: half the board's rounding (0.01 points).
+SAME_SCORES = 5e-5
+
+
+def _score_vector(entry: Mapping[str, Any]) -> list[float | None]:
+    """The public-split numbers an entry stands on: its metrics' means and, when it has a result,
+    each latent's values."""
+    keys = per_latent_metrics()
+    vector = [entry["metrics"].get(k) for k in keys]
+    for row in (entry.get("result") or {}).get("per_latent", []):
+        vector += [row.get(k) for k in keys]
+    return vector
+
+
+def same_scores(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two entries of one table report the same scores to within rounding (a re-export of
+    one model: renamed parameters, an unused buffer, a scale folded in, all score alike)."""
+    va, vb = _score_vector(a), _score_vector(b)
+    if len(va) != len(vb) or all(x is None for x in va):
+        return False
+    return all((x is None) == (y is None) and (x is None or abs(x - y) <= SAME_SCORES)
+               for x, y in zip(va, vb, strict=True))
+
+
+def twin_of(entries: list[Entry], entry: Mapping[str, Any], replace: str | None = None) -> Entry | None:
+    """The ranked entry of ``entry``'s table (not itself, not ``replace``) with the same scores."""
+    table = (entry["dataset"], entry["protocol"])
+    return next((e for e in entries if (e["dataset"], e["protocol"]) == table and not e.get("archived")
+                 and e["id"] not in (entry["id"], replace) and same_scores(e, entry)), None)
+
+
+def twins(entries: list[Entry]) -> list[tuple[Entry, Entry]]:
+    """Pairs of ranked entries of one table with the same scores (each pair once)."""
+    ranked = [e for e in entries if not e.get("archived")]
+    return [(a, b) for i, a in enumerate(ranked) for b in ranked[i + 1:]
+            if (a["dataset"], a["protocol"]) == (b["dataset"], b["protocol"]) and same_scores(a, b)]
 
 
 def write_entry(entry: Entry, directory: Path, replace: str | None = None) -> Path:

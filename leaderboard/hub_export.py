@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ident3d.errors import ResultError
-from ident3d.leaderboard.ranking import scores, signer, status
+from ident3d.leaderboard.ranking import scores, shown_entry, signer, status
 from ident3d.protocols import METRICS, REGISTRY
 from ident3d.tracks import get_track
 from ident3d.yaml_block import yaml_lines
@@ -73,7 +73,9 @@ def eval_results(entry: dict[str, Any], hub_dataset: str) -> list[dict[str, Any]
 
 
 def export(entry: dict[str, Any], fmt: str, hub_dataset: str | None = None) -> str:
-    """The YAML text of one entry in ``fmt``."""
+    """The YAML text of one entry in ``fmt`` (a verified row as the board shows it: only what its
+    record signs)."""
+    entry = shown_entry(entry)
     if fmt == "model-index":
         return "\n".join(yaml_lines({"model-index": model_index(entry, hub_dataset)})) + "\n"
     if hub_dataset is None:

@@ -1,5 +1,10 @@
 """Ranking: rows are compared only within one (dataset, protocol) table, by MCC, then R^2, then ID.
 
+Ranks mean verified: a table's verified rows (signed by a keyring key, scored on a fresh draw) come
+first, ranked 1, 2, ... by their fresh scores; every other row (public-split, self-reported,
+reported-in-paper, unverified claim) is listed after them in its own order, numbered (1), (2), ...,
+which is not comparable with a verified rank: no unverified row ever ranks above a verified one.
+
 Entries that share a ``seed_group`` in one table are runs of one method with different seeds: they
 form one row holding their mean and sample standard deviation (``runs``: the entries, best first),
 so one method cannot fill several ranks.
@@ -9,7 +14,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ident3d.errors import ResultError
@@ -21,6 +27,7 @@ GROUP_AGREES_ON = ("loss", "positives", "model_space", "training_data", "status"
 
 
 UNVERIFIED_CLAIM = "unverified-claim"
+UNSIGNED = "–"  # a field a verified row's record does not sign, in its place
 
 # The reference rows every table is read against, named by the fields the package writes for them
 # (baselines/baseline_entries.py): the topline is trained on the latents themselves, the floor learns
@@ -59,6 +66,45 @@ def claim_problem(row: Row) -> str | None:
     if status(row) != UNVERIFIED_CLAIM:
         return None
     return proof.problem if proof is not None else "its signature was never checked against a keyring"
+
+
+def is_verified(row: Row) -> bool:
+    return status(row) == "verified"
+
+
+@dataclass(frozen=True)
+class SignedView(Mapping[str, Any]):
+    """What a board shows of a row verified under record format 1: only what that record signs (the
+    id, the scores and the model's name the result carries, the draw, the signer); its description
+    (positives, loss, space, authors, paper, code, footnote) and its seed group, archive note and
+    metrics_std were never signed, so they are not shown (``verification.SIGNED_BY_V1``)."""
+
+    document: dict[str, Any]
+    proof: Any
+
+    def __getitem__(self, key: str) -> Any:
+        return self.document[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.document)
+
+    def __len__(self) -> int:
+        return len(self.document)
+
+
+def shown_entry(entry: Row) -> Row:
+    """The entry as a board shows it: a format-1 verified row masked to what its record signs, any
+    other row as it is."""
+    from ident3d.leaderboard.verification import SIGNED_BY_V1
+
+    proof = getattr(entry, "proof", None)
+    if not signer(entry) or proof.signs_every_field:
+        return entry
+    kept = {k: v for k, v in entry.items() if k in SIGNED_BY_V1}
+    described = ("training_data", "positives", "loss", "model_space")
+    kept.update(name=entry["result"]["model"]["name"], authors=[UNSIGNED], paper=None, code=None,
+                footnote=None, **dict.fromkeys(described, UNSIGNED))
+    return SignedView(kept, proof)
 
 
 def fresh_draw(row: Row) -> Mapping[str, Any] | None:
@@ -103,8 +149,8 @@ def scores(row: Row) -> Mapping[str, float | None]:
 
 
 def rank_key(row: Row) -> tuple[float | str, ...]:
-    """The ranking metrics in turn (``ident3d.protocols.ranking_metrics``: MCC, then linear R²), the
-    better first, then the ID; a missing value ranks below every number."""
+    """Verified rows first; then the ranking metrics in turn (``ident3d.protocols.ranking_metrics``:
+    MCC, then linear R²), the better first, then the ID; a missing value ranks below every number."""
     m = scores(row)
 
     def place(name: str) -> float:
@@ -113,7 +159,13 @@ def rank_key(row: Row) -> tuple[float | str, ...]:
             return math.inf
         return -value if METRICS[name].higher_is_better else value
 
-    return (*(place(name) for name in ranking_metrics()), row["id"])
+    return (0 if is_verified(row) else 1, *(place(name) for name in ranking_metrics()), row["id"])
+
+
+def rank_labels(table: list[Row]) -> list[str]:
+    """Each row's rank as shown: verified rows 1, 2, ...; the rows after them (n), in their own order."""
+    verified = sum(map(is_verified, table))
+    return [str(i + 1) if i < verified else f"({i + 1 - verified})" for i in range(len(table))]
 
 
 def table_of(entry: Row) -> Table:
@@ -147,6 +199,7 @@ def seed_group_row(name: str, runs: list[Row]) -> Row:
 
 def grouped(entries: list[Row]) -> list[Row]:
     """One table's rows, best first: seed groups of two or more runs collapse into one row."""
+    entries = [shown_entry(e) for e in entries]
     groups: dict[str, list[Row]] = {}
     for entry in entries:
         if entry.get("seed_group"):
@@ -159,7 +212,8 @@ def grouped(entries: list[Row]) -> list[Row]:
 def archived_entries(entries: list[Row]) -> list[Row]:
     """Entries kept for the record but ranked nowhere (``archived`` says why: superseded, and no model
     file to re-score), by table and ID."""
-    return sorted((e for e in entries if e.get("archived")), key=lambda e: (*table_of(e), e["id"]))
+    shown = (shown_entry(e) for e in entries)
+    return sorted((e for e in shown if e.get("archived")), key=lambda e: (*table_of(e), e["id"]))
 
 
 def ranked_tables(entries: list[Row]) -> dict[Table, list[Row]]:
@@ -169,7 +223,7 @@ def ranked_tables(entries: list[Row]) -> dict[Table, list[Row]]:
     from ident3d.protocols import DEFAULT
 
     tables: dict[Table, list[Row]] = {}
-    for entry in entries:
+    for entry in map(shown_entry, entries):
         if not entry.get("archived"):
             tables.setdefault(table_of(entry), []).append(entry)
     per_track: dict[str, int] = {}
@@ -181,8 +235,10 @@ def ranked_tables(entries: list[Row]) -> dict[Table, list[Row]]:
 
 
 def placement(entries: list[Row], candidate: Row) -> tuple[int, int, list[Row]]:
-    """Where ``candidate`` (a single run) would rank in its table: (rank, rows with it, the rows)."""
+    """Where ``candidate`` (a single run) would stand in its table: (its position, rows with it, the
+    rows); ``rank_labels`` says what the position is shown as."""
     solo = {**candidate, "seed_group": None}
-    table = [e for e in entries if table_of(e) == table_of(candidate) and not e.get("archived")]
+    table = [e for e in map(shown_entry, entries)
+             if table_of(e) == table_of(candidate) and not e.get("archived")]
     rows = grouped([*table, solo])
     return rows.index(solo) + 1, len(rows), rows

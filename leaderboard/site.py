@@ -14,6 +14,7 @@ from ident3d.leaderboard.ranking import (
     claim_problem,
     fresh_draw,
     latent_scores,
+    rank_labels,
     ranked_tables,
     reference,
     scores,
@@ -49,8 +50,8 @@ def page_row(row: Row) -> dict:
 def page_data(entries: list[Row]) -> dict:
     tables = ranked_tables(entries)
     # the rank is computed here, by leaderboard/ranking.py's rule, and never again in the page
-    rows = [{**page_row(row), "rank": rank} for table in tables.values()
-            for rank, row in enumerate(table, start=1)]
+    rows = [{**page_row(row), "rank": rank, "rank_label": label} for table in tables.values()
+            for rank, (label, row) in enumerate(zip(rank_labels(table), table, strict=True), start=1)]
     known = {t.id: {"title": t.title, "description": t.description} for t in tracks().values()}
     archived = [{**page_row(e), "archived": e["archived"]} for e in archived_entries(entries)]
     return {"entries": rows, "archived": archived, "legend": meanings(), "references": REFERENCES,

@@ -177,7 +177,14 @@ def test_the_memorising_model_is_not_a_verified_rank_one(cpu_track_data, lookup_
     assert main(["-q", "leaderboard", "add", str(tmp_path / "lookup.json"), "--id", "Mallory2026Lookup",
                  "--checkpoint", str(lookup_model), "--data", str(cpu_track_data), "--verifier", "tester",
                  "--entries", str(entries)]) == 0
-    assert (entries.parent / "verifiers" / "tester.json").is_file()  # the new key, for review
+    assert not (entries.parent / "verifiers" / "tester.json").exists()  # never into the keyring
+    said = capsys.readouterr().out
+    assert "verified on your copy only" in said and "a maintainer re-verifies" in said
+    claim = next(e for e in load_entries(entries) if e["id"] == "Mallory2026Lookup")
+    assert signer(claim) is None and "not in the keyring" in claim.proof.problem
+    # on this copy, the maintainer's command adds the submitter's key: now it is verified here
+    assert main(["-q", "leaderboard", "keyring", "add", "tester", "--holder", "a tester", "--role", "person",
+                 "--kept", "this test's config folder", "--entries", str(entries)]) == 0
     board = load_entries(entries)
     entry = next(e for e in board if e["id"] == "Mallory2026Lookup")
     assert signer(entry) == "tester" and entry["result"]["fresh"]["memorised"]
@@ -205,10 +212,12 @@ def test_the_memorising_model_is_not_a_verified_rank_one(cpu_track_data, lookup_
     assert f"on its fresh draw re-rendered from seed {seed}" in capsys.readouterr().out
 
 
-def test_the_experiment_driver_verifies_a_run_as_one_resumable_step(cpu_track_data, tmp_path, monkeypatch):
+def test_the_experiment_driver_verifies_a_run_as_one_resumable_step(cpu_track_data, tmp_path, monkeypatch,
+                                                                   capsys):
     """`--add-entries --verify KEY`: each finished run is re-scored, drawn afresh, signed and entered
     as `<id>-verified` under both protocols; a second pass adds nothing."""
     from ident3d.baselines.experiment import load_experiment, main
+    from ident3d.cli import main as cli
     from ident3d.leaderboard.entries import load_entries
     from ident3d.leaderboard.ranking import signer
 
@@ -223,6 +232,10 @@ def test_the_experiment_driver_verifies_a_run_as_one_resumable_step(cpu_track_da
     (out / "data" / ".v2.test.ready").write_text("")
     argv = [str(tmp_path / "pixels.toml"), str(out), "--add-entries", "--verify", "driver",
             "--entries", str(entries)]
+    assert main(argv) == 1  # a key the keyring does not hold signs nothing, before any scoring
+    assert "a maintainer adds it first" in capsys.readouterr().err
+    assert cli(["-q", "leaderboard", "keyring", "add", "driver", "--holder", "the maintainers' driver",
+                "--role", "machine", "--kept", "this test's config folder", "--entries", str(entries)]) == 0
     assert main(argv) == 0
     board = {e.key: e for e in load_entries(entries)}
     assert sorted(board) == ["cl-ica-2021/Test2026Driver_v2-pixels-verified",
@@ -230,7 +243,6 @@ def test_the_experiment_driver_verifies_a_run_as_one_resumable_step(cpu_track_da
     assert {signer(e) for e in board.values()} == {"driver"}
     assert not any(e.get("seed_group") for e in board.values())  # another status than the seed group's
     assert {e["result"]["fresh"]["n"] for e in board.values()} == {2000}
-    assert (entries.parent / "verifiers" / "driver.json").is_file()
     stamps = {p.name: p.stat().st_mtime_ns for p in entries.rglob("*.json")}
     assert main(argv) == 0  # resumes: nothing left to do
     assert stamps == {p.name: p.stat().st_mtime_ns for p in entries.rglob("*.json")}

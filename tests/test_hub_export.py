@@ -6,7 +6,7 @@ import pytest
 from ident3d.cli import main
 from ident3d.leaderboard.entries import load_entries
 from ident3d.leaderboard.hub_export import export
-from ident3d.leaderboard.ranking import scores, signer
+from ident3d.leaderboard.ranking import scores, shown_entry, signer
 from ident3d.tracks import get_track
 
 yaml = pytest.importorskip("yaml")
@@ -19,7 +19,7 @@ def test_model_index_round_trips_through_the_model_card(entry):
     card = hub.ModelCard("---\n" + export(entry, "model-index") + "---\n\n# A model\n")
     results = card.data.eval_results
     metrics = {k: v for k, v in scores(entry).items() if v is not None}  # a verified row: its fresh draw
-    assert card.data.model_name == entry["name"]
+    assert card.data.model_name == shown_entry(entry)["name"]  # a format-1 record signs the result's name
     assert {r.metric_type: r.metric_value for r in results} == metrics
     assert {r.metric_config for r in results} == {entry["protocol"]}
     assert all(r.dataset_split == "test" and r.dataset_config == entry["dataset"] for r in results)

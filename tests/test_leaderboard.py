@@ -204,11 +204,11 @@ def test_seed_groups_rank_as_one_row_with_mean_and_sample_sd(tmp_path):
     assert group["metrics_std"]["linear_r2"] == pytest.approx(statistics.stdev([0.5, 0.7, 0.6]))
     assert [run["id"] for run in group["runs"]] == ["Doe2026Seeds_s1", "Doe2026Seeds_s2", "Doe2026Seeds_s0"]
     lines = [line for line in render_markdown(entries).splitlines() if "Doe2026Seeds" in line]
-    assert lines[0].startswith("| 1 | `Doe2026Seeds_s1`, `Doe2026Seeds_s2`, `Doe2026Seeds_s0` |")
+    assert lines[0].startswith("| (1) | `Doe2026Seeds_s1`, `Doe2026Seeds_s2`, `Doe2026Seeds_s0` |")
     assert "| 60.00 ± 10.00 | 70.00 ± 10.00 |" in lines[0]
     assert [line.split(" |")[0] for line in lines[1:]] == ["| ↳"] * 3  # the runs, unranked
     newcomer = entry_from_result(result_of(0.9, 0.66), "New2026One")
-    assert "would rank 2 of 3" in report(entries, newcomer, "r")
+    assert "would rank (2) of 3" in report(entries, newcomer, "r")
 
     # a group must be one method
     odd = json.loads((tmp_path / "ident3d-eval-v1" / "Roe2026Single.json").read_text())
@@ -328,7 +328,7 @@ def test_compare_prints_the_rank_without_writing(tmp_path):
     out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
                           "--track", "3dident-published"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert ("would rank 2 of 8 in 3dident-published@1 · cl-ica-2021 (ranked by MCC, then linear R²)"
+    assert ("would rank (2) of 8 in 3dident-published@1 · cl-ica-2021 (ranked by MCC, then linear R²;"
             in " ".join(out.stdout.split()))
     assert sorted(p.name for p in ENTRIES_DIR.rglob("*")) == before
 
@@ -672,18 +672,18 @@ def test_compare_shows_the_top_the_rows_around_and_per_latent_differences(tmp_pa
     out = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
                           "--entries", str(entries)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert "would rank 8 of 10 in 3dident-published@1 · ident3d-eval-v1" in out.stdout
+    assert "would rank (8) of 10 in 3dident-published@1 · ident3d-eval-v1" in out.stdout
     assert max(map(len, out.stdout.splitlines())) <= 100  # a terminal's width, status included
-    rows = [line for line in out.stdout.splitlines() if line[2:5].strip().isdigit()]
-    # the top three, a gap, then two above and two below
-    assert [r[2:5].strip() for r in rows] == ["1", "2", "3", "6", "7", "8", "9", "10"]
+    rows = [line for line in out.stdout.splitlines() if line[2:6].strip().strip("()").isdigit()]
+    # the top three, a gap, then two above and two below; none verified, so every rank is in brackets
+    assert [r[2:6].strip() for r in rows] == ["(1)", "(2)", "(3)", "(6)", "(7)", "(8)", "(9)", "(10)"]
     assert any(line.strip() == "…" for line in out.stdout.splitlines())
     assert [r[0] for r in rows] == [" "] * 5 + [">", " ", " "] and rows[5].endswith("self-reported")
     assert out.stdout.startswith("m would rank") and "Candidate0000Result" not in out.stdout  # its model
     wide = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "compare", str(result),
                            "--entries", str(entries), "--wide"], capture_output=True, text=True)
     rows = [line for line in wide.stdout.splitlines() if line.startswith("| ") and "`" in line]
-    assert [r.split("|")[1].strip() for r in rows] == ["6", "7", "8", "9", "10"]
+    assert [r.split("|")[1].strip() for r in rows] == ["(6)", "(7)", "(8)", "(9)", "(10)"]
     words = " ".join(out.stdout.split())  # the prose lines wrap at 100 columns
     assert "rank 1 (Doe2026Model_n0)" in words and "next above (Doe2026Model_n6)" in words
     object_x = next(line for line in out.stdout.splitlines() if line.startswith("object_x"))
@@ -703,7 +703,7 @@ def test_compare_differences_are_to_rank_1_and_the_row_above_even_a_seed_group(t
     write_entry(entry_from_result(result_of(0.3, 0.3, sha="09" * 32), "Doe2026Low", status="public-split"),
                 tmp_path)
     text = report(load_entries(tmp_path), entry_from_result(result_of(0.5, 0.5), "Candidate0000Result"), "m")
-    assert "would rank 2 of 3" in text and "rank 1 (group:group)" in " ".join(text.split())
+    assert "would rank (2) of 3" in text and "rank 1 (group:group)" in " ".join(text.split())
     assert "Doe2026Low" not in text.split("per-latent")[1]  # never a row ranked below it
     object_x = next(line for line in text.splitlines() if line.startswith("object_x"))
     assert object_x.split()[1:] == ["50.00", "50.00", "-35.00", "-35.00"]  # 0.5 against the mean 0.85
@@ -843,7 +843,7 @@ def test_an_archived_entry_is_listed_with_its_reason_and_ranked_nowhere(tmp_path
     [table] = ranked_tables(entries).values()
     assert [row["id"] for row in table] == ["Doe2026Kept"]  # the better score does not rank
     newcomer = entry_from_result(result_of(0.7, 0.7), "New2026One")
-    assert "would rank 1 of 2" in report(entries, newcomer, "r")
+    assert "would rank (1) of 2" in report(entries, newcomer, "r")
     markdown = render_markdown(entries)
     archived = markdown[markdown.index("## Archived (not ranked)"):]
     assert "`Old2025Superseded`" in archived and "superseded by Doe2026Kept; no model file" in archived

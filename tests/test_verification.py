@@ -10,6 +10,7 @@ import os
 import stat
 import subprocess
 import sys
+from datetime import UTC, datetime
 
 import pytest
 from test_leaderboard import fake_result
@@ -17,11 +18,12 @@ from test_leaderboard import fake_result
 from ident3d import draw_size
 from ident3d.errors import ResultError
 from ident3d.leaderboard.build import build
-from ident3d.leaderboard.entries import entry_from_result, load_entries, write_entry
+from ident3d.leaderboard.entries import Entry, entry_from_result, load_entries, write_entry
 from ident3d.leaderboard.hub_export import export
+from ident3d.leaderboard.keyring import Key, add_key, keyring_folder
 from ident3d.leaderboard.markdown import render_markdown
 from ident3d.leaderboard.ranking import ranked_tables, scores, signer, status
-from ident3d.leaderboard.verification import Signer, keyring_folder, publish_key, record_for
+from ident3d.leaderboard.verification import Signer
 from ident3d.results import Result, gap_verdict
 from ident3d.tracks import tracks
 
@@ -44,6 +46,16 @@ def drawn_result(public=0.95, fresh=0.2, n=2000, sha="ab" * 32) -> dict:
     return result
 
 
+def signed(signer: Signer, entry: Entry, when=None) -> Entry:
+    return Entry.parse(signer.sign_entry(entry.document, when), "signed entry")
+
+
+def trust(signer: Signer, entries, added="2026-01-01", **validity) -> None:
+    """The maintainer's step: the signer's public key into the keyring beside ``entries``."""
+    add_key(keyring_folder(entries), Key(signer.name, signer.public_key(), signer.name.title(), "person",
+                                         "a test's config folder", added, **validity))
+
+
 @pytest.fixture
 def board(tmp_path, monkeypatch):
     """An entries folder beside an empty keyring, a verifier key in a private config folder, and
@@ -52,11 +64,9 @@ def board(tmp_path, monkeypatch):
     entries = tmp_path / "leaderboard" / "entries"
     entries.mkdir(parents=True)
     signer = Signer.load_or_create("alice")
-    publish_key(signer, keyring_folder(entries))
-    signed = Result.parse(drawn_result(0.95, 0.60, sha="01" * 32))
-    write_entry(entry_from_result(signed, "Alice2026Signed", status="verified",
-                                  verification=signer.sign(record_for("Alice2026Signed", signed.document))),
-                entries)
+    trust(signer, entries)
+    alice = Result.parse(drawn_result(0.95, 0.60, sha="01" * 32))
+    write_entry(signed(signer, entry_from_result(alice, "Alice2026Signed", status="verified")), entries)
     write_entry(entry_from_result(Result.parse(fake_result(0.7, 0.7, track=TRACK, sha="02" * 32)),
                                   "Bob2026Public", status="public-split"), entries)
     claim = drawn_result(0.99, 0.99, sha="03" * 32)  # the invented fresh section of the issue
@@ -72,7 +82,8 @@ def test_a_hand_written_verified_entry_is_an_unverified_claim_and_fails_the_chec
     assert status(claim) == "unverified-claim" and signer(claim) is None
     assert scores(claim) == claim["metrics"]  # ranked by its public numbers, never by its own fresh section
     table = ranked_tables(entries)[(TRACK, "ident3d-eval-v1")]
-    assert [row["id"] for row in table] == ["Mallory2026Claim", "Bob2026Public", "Alice2026Signed"]
+    # ranks mean verified: the signed row first, the claim and the public-split row after it
+    assert [row["id"] for row in table] == ["Alice2026Signed", "Mallory2026Claim", "Bob2026Public"]
     line = next(line for line in render_markdown(entries).splitlines() if "`Mallory2026Claim`" in line)
     assert "unverified-claim (says verified, but no signed verification record" in line
     assert "signed by alice" in next(line for line in render_markdown(entries).splitlines()
@@ -98,8 +109,8 @@ def test_a_signed_entry_changed_after_signing_is_a_claim(board, tamper):
         document["id"] = "Alice2026Other"
         path.unlink()
         path = path.with_name("Alice2026Other.json")
-    elif tamper == "key-unknown":
-        document["verification"]["key"] = "mallory"
+    elif tamper == "key-unknown":  # the name beside the record is not what binds it: the fingerprint is
+        document["verification"]["record"]["key_sha256"] = "05" * 32
     elif tamper == "signature":
         signature = document["verification"]["signature"]
         document["verification"]["signature"] = ("B" if signature[0] != "B" else "C") + signature[1:]
@@ -110,7 +121,7 @@ def test_a_signed_entry_changed_after_signing_is_a_claim(board, tamper):
     assert status(entry) == "unverified-claim" and entry.proof.problem
 
 
-def test_the_private_key_is_private_and_the_keyring_refuses_a_second_key_of_one_name(board, tmp_path):
+def test_the_private_key_is_private_and_the_keyring_holds_one_name_per_key(board, tmp_path):
     key = tmp_path / "config" / "ident3d" / "verifiers" / "alice.key"
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
     assert b"PRIVATE KEY" in key.read_bytes() and board["signer"].public_key() not in key.read_text()
@@ -119,10 +130,53 @@ def test_the_private_key_is_private_and_the_keyring_refuses_a_second_key_of_one_
         Signer.load_or_create("alice")
     os.chmod(key, 0o600)
     other = Signer.load_or_create("alice", folder=tmp_path / "elsewhere")  # a new key, same name
-    with pytest.raises(ResultError, match="not this machine's key"):
-        publish_key(other, keyring_folder(board["entries"]))
+    with pytest.raises(ResultError, match="already has a key named 'alice'"):
+        trust(other, board["entries"])
+    with pytest.raises(ResultError, match="already holds this key as 'alice'"):  # one key, one name
+        add_key(keyring_folder(board["entries"]), Key("independent-lab", board["signer"].public_key(), "x",
+                                                      "person", "x", "2026-01-01"))
+    (keyring_folder(board["entries"]) / "independent-lab.json").write_text(json.dumps(
+        {**json.loads((keyring_folder(board["entries"]) / "alice.json").read_text()), "name": "independent-lab"}))
+    with pytest.raises(ResultError, match="keys 'alice' and 'independent-lab' hold one public key"):
+        load_entries(board["entries"])
     with pytest.raises(ResultError, match="--verifier"):
         Signer.load_or_create("../x")
+
+
+@pytest.mark.parametrize("holder", [None, {"who": "x", "role": "robot", "private_key": "y"},
+                                    {"who": "", "role": "person", "private_key": "y"}])
+def test_a_keyring_key_without_its_holder_is_refused(board, holder):
+    path = keyring_folder(board["entries"]) / "alice.json"
+    document = json.loads(path.read_text())
+    document["holder"] = holder
+    path.write_text(json.dumps(document))
+    with pytest.raises(ResultError, match="every key names its holder"):
+        load_entries(board["entries"])
+
+
+@pytest.mark.parametrize(("validity", "words"), [
+    ({"added": "2026-12-31"}, "before key 'carol' was added"),
+    ({"expires": "2026-06-30"}, "after key 'carol' expired"),
+    ({"revoked": {"date": "2026-07-02", "reason": "the laptop was stolen"}}, "the laptop was stolen")])
+def test_a_record_outside_its_keys_validity_is_a_claim(board, validity, words):
+    carol = Signer.load_or_create("carol")
+    trust(carol, board["entries"], **{"added": "2026-01-01", **validity})
+    result = Result.parse(drawn_result(0.9, 0.5, sha="06" * 32))
+    entry = signed(carol, entry_from_result(result, "Carol2026Dated", status="verified"),
+                   when=datetime(2026, 7, 1, tzinfo=UTC))
+    write_entry(entry, board["entries"])
+    loaded = next(e for e in load_entries(board["entries"]) if e["id"] == "Carol2026Dated")
+    assert status(loaded) == "unverified-claim" and words in loaded.proof.problem
+
+
+def test_a_revoked_key_turns_every_row_it_signed_into_a_claim(board, tmp_path):
+    from ident3d.cli import main
+
+    entries = board["entries"]
+    assert main(["-q", "leaderboard", "keyring", "revoke", "alice", "--reason", "key leaked",
+                 "--entries", str(entries)]) == 0
+    alice = next(e for e in load_entries(entries) if e["id"] == "Alice2026Signed")
+    assert status(alice) == "unverified-claim" and "revoked" in alice.proof.problem
 
 
 def test_a_verified_draw_below_the_tracks_minimum_is_refused(board):
@@ -130,7 +184,7 @@ def test_a_verified_draw_below_the_tracks_minimum_is_refused(board):
     with pytest.raises(ResultError, match="has at least 2,000"):
         entry_from_result(small, "Mallory2026Tiny", status="verified")
     saved = board["tmp"] / "small.json"
-    saved.write_text(json.dumps(drawn_result(n=4)))
+    saved.write_text(json.dumps(drawn_result(0.91, n=4)))  # not the scores of a row already there
     model = board["tmp"] / "model.pt2"
     model.write_bytes(b"not read: the size is refused first")
     added = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "add", str(saved),
@@ -176,8 +230,7 @@ def test_a_verified_row_shows_only_what_its_fresh_draw_measured(board):
     with_dci["dci"] = {"disentanglement": 1.0, "completeness": 1.0, "informativeness": 1.0,
                        "protocol": "ident3d-dci", "version": "1.0"}
     result = Result.parse(with_dci)
-    proof = board["signer"].sign(record_for("Alice2026Dci", result.document))
-    write_entry(entry_from_result(result, "Alice2026Dci", status="verified", verification=proof),
+    write_entry(signed(board["signer"], entry_from_result(result, "Alice2026Dci", status="verified")),
                 board["entries"])
     entry = next(e for e in load_entries(board["entries"]) if e["id"] == "Alice2026Dci")
     assert signer(entry) == "alice"
@@ -203,6 +256,7 @@ def test_a_signed_record_names_what_was_measured(board):
     entry = json.loads((board["entries"] / "ident3d-eval-v1" / "Alice2026Signed.json").read_text())
     record = entry["verification"]["record"]
     assert record["entry_id"] == "Alice2026Signed" and record["checkpoint_sha256"] == "01" * 32
+    assert record["schema"] == "ident3d-verification/2" and record["key_sha256"] == board["signer"].fingerprint
     assert (record["fresh_seed"], record["fresh_n"], record["track"]) == (123456789, 2000, TRACK)
     assert record["protocol"] == "ident3d-eval-v1" and set(record["versions"]) >= {"ident3d", "torch"}
     moved = copy.deepcopy(entry)
@@ -220,7 +274,10 @@ def test_a_rescore_compares_every_number_a_verified_row_shows():
     result = drawn_result()
     result["fresh"]["dci"] = {"protocol": "ident3d-dci", "version": "1.0", "disentanglement": 0.5,
                               "completeness": 0.4, "informativeness": 0.3}
+    result["dci"] = {**result["fresh"]["dci"], "completeness": 0.45}  # the public split's companions too
+    result["ood"] = {"splits": [{"split": "test-corner", "linear_r2": 0.25}]}
     compared = _shown_numbers(result)
+    assert {"dci/completeness", "ood/splits/test-corner/linear_r2"} <= set(compared)  # any status
     factor = result["fresh"]["per_latent"][2]["factor"]
     assert {"metrics/mcc_pearson", f"per_latent/{factor}/linear_r2", "fresh/metrics/mcc_pearson",
             f"fresh/per_latent/{factor}/mcc_pearson", "fresh/gap/linear_r2/gap",
@@ -236,3 +293,25 @@ def test_a_rescore_compares_every_number_a_verified_row_shows():
         changed = {k for k, v in _shown_numbers(changed_result).items() if v != compared[k]}
         assert changed == {"fresh/" + "/".join(str(factor) if p == 2 else str(p) for p in path)}
 
+
+
+def test_a_re_export_of_a_model_on_the_board_is_refused_as_the_same_model(board):
+    """Renamed parameters, an unused buffer or a scale folded in give a new sha256 and the same scores:
+    one model, one row."""
+    saved = board["tmp"] / "reexport.json"
+    saved.write_text(json.dumps(fake_result(0.7, 0.7, track=TRACK, sha="0e" * 32)))  # Bob's scores
+    added = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "add", str(saved), "--id",
+                            "Bob2026Reexport", "--entries", str(board["entries"])],
+                           capture_output=True, text=True)
+    assert added.returncode == 1 and "ident3d-eval-v1/Bob2026Public: scores what this result" in added.stderr
+    assert not (board["entries"] / "ident3d-eval-v1" / "Bob2026Reexport.json").exists()
+    written_by_hand = json.loads((board["entries"] / "ident3d-eval-v1" / "Bob2026Public.json").read_text())
+    written_by_hand["id"] = "Bob2026Copy"
+    written_by_hand["result"]["model"]["sha256"] = written_by_hand["checkpoint_sha256"] = "0d" * 32
+    (board["entries"] / "ident3d-eval-v1" / "Bob2026Copy.json").write_text(json.dumps(written_by_hand))
+    root = board["tmp"]
+    build(board["entries"], root / "LEADERBOARD.md", root / "leaderboard" / "site" / "index.html")
+    check = subprocess.run([sys.executable, "-m", "ident3d.cli", "leaderboard", "build", "--check",
+                            "--entries", str(board["entries"])], capture_output=True, text=True, cwd=root)
+    assert check.returncode == 1 and "Bob2026Copy and Bob2026Public: equal scores" in check.stderr.replace(
+        "ident3d-eval-v1/", "")

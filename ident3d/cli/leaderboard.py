@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ident3d.cli.arguments import positive_int
 
@@ -31,7 +31,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     build = sub.add_parser("build", help="write LEADERBOARD.md and the site from the entries")
     build.add_argument("--check", action="store_true",
-                       help="write nothing; exit 1 when the outputs differ from a fresh build")
+                       help="write nothing; exit 1 when the outputs differ from a fresh build or a row says "
+                            "verified without a valid signature")
+    build.add_argument("--base", metavar="REF",
+                       help="check (implies --check) trusting only the keys of git ref REF's keyring (the "
+                            "branch a change goes into, e.g. origin/main): a change that adds or edits a "
+                            "key together with entries it signs fails, naming the key")
     build.add_argument("--markdown", type=Path, help="the Markdown file (default: ./LEADERBOARD.md)")
     build.add_argument("--site", type=Path, help="the page (default: ./leaderboard/site/index.html)")
     build.add_argument("--overwrite", action="store_true",
@@ -59,7 +64,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rescore.add_argument("--out", type=Path, help="also write the entry around the fresh result (companion "
                                                   "sections such as DCI, this file's sha256) to this new "
                                                   "file; move it over the old entry to update the board")
-    for q in (build, add, compare, export, rescore):
+    keyring = sub.add_parser("keyring", help="list the keyring, or (maintainers) add or revoke a key")
+    actions = keyring.add_subparsers(dest="keyring_action", required=True, metavar="KEYRING_ACTION")
+    listing = actions.add_parser("list", help="every key: name, holder, validity, fingerprint")
+    new = actions.add_parser("add", help="add a verifier's public key with its holder (maintainers: the "
+                                         "change must land before entries it signs)")
+    new.add_argument("name", help="the key's name, as rows it signs show it (lower-case, digits, hyphens)")
+    new.add_argument("--holder", required=True, help="who holds the private key: a person or a team")
+    new.add_argument("--role", required=True, choices=("person", "machine"),
+                     help="a person's own key, or a machine role's (a verifier server, a CI runner)")
+    new.add_argument("--kept", required=True, metavar="WHERE",
+                     help="where the private key is kept (a hardware token, a server's config folder)")
+    new.add_argument("--public-key", metavar="BASE64",
+                     help="the Ed25519 public key (default: the key NAME in this machine's "
+                          "$XDG_CONFIG_HOME/ident3d/verifiers, made there if missing)")
+    new.add_argument("--expires", metavar="YYYY-MM-DD", help="the last day records it signs count")
+    revoke = actions.add_parser("revoke", help="revoke a key whose private half may be in other hands: "
+                                               "every row it signed becomes an unverified claim")
+    revoke.add_argument("name", help="the key's name")
+    revoke.add_argument("--reason", required=True, help="why (shown beside every row it signed)")
+    revoke.add_argument("--date", metavar="YYYY-MM-DD", help="the day of revocation (default: today)")
+    for q in (build, add, compare, export, rescore, listing, new, revoke):
         q.add_argument("--entries", type=Path,
                        help="folder of entry files (default: leaderboard/entries of the clone you are in; "
                             "compare falls back to the entries shipped with ident3d)")
@@ -87,9 +112,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="images of the fresh draw for --checkpoint (default: the track's fresh_images; at "
                           "least its fresh_min)")
     add.add_argument("--verifier", metavar="NAME",
-                     help="the key that signs a verified entry: $XDG_CONFIG_HOME/ident3d/verifiers/NAME.key, "
-                          "made on first use, its public key added to leaderboard/verifiers/NAME.json "
-                          "(default: $IDENT3D_VERIFIER, else your login name)")
+                     help="your key that signs a verified entry: "
+                          "$XDG_CONFIG_HOME/ident3d/verifiers/NAME.key, made on first use and never "
+                          "written into the repository's keyring (default: $IDENT3D_VERIFIER, else your "
+                          "login name)")
     add.add_argument("--replace", metavar="ID",
                      help="replace entry ID of the result's protocol (one model file has one entry per "
                           "table: a file already on the board is refused otherwise)")
@@ -122,7 +148,7 @@ def _track_id(name: str | None) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     here = Path.cwd()
-    if args.action in ("compare", "export", "rescore"):
+    if args.action in ("compare", "export", "rescore") or getattr(args, "keyring_action", None) == "list":
         from ident3d.leaderboard.entries import ENTRIES_DIR
 
         local = here / "leaderboard" / "entries"
@@ -134,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from ident3d.leaderboard.build import build, stale
-    from ident3d.leaderboard.entries import load_entries
+    from ident3d.leaderboard.entries import load_entries, twins
     from ident3d.leaderboard.ranking import claim_problem, signer
     from ident3d.outputs import check_not_an_input
 
@@ -143,24 +169,72 @@ def _build(args: argparse.Namespace) -> int:
     args.site = args.site or here / "leaderboard" / "site" / "index.html"
     entries = load_entries(args.entries)
     for entry in entries:  # adding a key or a verified row is a visible change
-        if signer(entry):
+        if signer(entry) and not args.quiet:
             print(f"verified: {entry.key}, signed by key {signer(entry)!r}")
     claims = [f"error: {entry.key}: says verified, but {claim_problem(entry)}. Fix: verify it with "
               "`ident3d leaderboard add --checkpoint FILE --data ROOT --replace ID`, or set its status to "
               "public-split" for entry in entries if claim_problem(entry)]
-    if args.check:
+    claims += [f"error: {a.key} and {b['id']}: equal scores on one split and protocol (to within the "
+               "board's rounding): one model, one row, and a re-export is the same model. Fix: remove one, "
+               "or give it an archived note" for a, b in twins(entries)]
+    if args.check or args.base is not None:
         outdated = stale(args.entries, args.markdown, args.site)
         for path in outdated:
             print(f"stale: {path} (run `ident3d leaderboard build`)")
         for line in claims:
             print(line, file=sys.stderr)
-        return 1 if outdated or claims else 0
+        judged = _judge_against_base(entries, args) if args.base is not None else []
+        return 1 if outdated or claims or judged else 0
     check_not_an_input(args.markdown, "--markdown", (args.entries,))
     check_not_an_input(args.site, "--site", (args.entries,))
     for line in claims:  # shown on the board as unverified claims, with the reason
         print(line.replace("error: ", "warning: ", 1), file=sys.stderr)
     for path in build(args.entries, args.markdown, args.site, overwrite=args.overwrite):
         print(path)
+    return 0
+
+
+def _judge_against_base(entries: list[Entry], args: argparse.Namespace) -> list[str]:
+    """Print the notices and the problems of judging the change against ``--base``'s keyring."""
+    from ident3d.leaderboard.base_check import judge, keyring_at
+    from ident3d.leaderboard.keyring import keyring_folder, read_keyring
+
+    folder = keyring_folder(args.entries)
+    judgement = judge(entries, read_keyring(folder), keyring_at(args.base, folder), args.base)
+    for line in judgement.notices:
+        print(f"notice: {line}")
+    for line in judgement.problems:
+        print(f"error: {line}", file=sys.stderr)
+    return judgement.problems
+
+
+def _keyring(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from ident3d.leaderboard.keyring import Key, add_key, keyring_folder, read_keyring, revoke_key
+
+    folder = keyring_folder(args.entries)
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    if args.keyring_action == "list":
+        for key in read_keyring(folder).keys:
+            valid = f"{key.added} to {key.expires or 'no expiry'}"
+            revoked = f"; REVOKED {key.revoked['date']}: {key.revoked['reason']}" if key.revoked else ""
+            print(f"{key.name}: {key.who} ({key.role}; private key: {key.private_key}); valid {valid}"
+                  f"{revoked}; fingerprint {key.fingerprint[:16]}")
+        return 0
+    if args.keyring_action == "revoke":
+        print(revoke_key(folder, args.name, args.reason, args.date or today))
+        print("every row this key signed is now an unverified claim; a maintainer re-verifies them with "
+              "another key (`ident3d leaderboard add --checkpoint FILE --data ROOT --replace ID`)")
+        return 0
+    public = args.public_key
+    if public is None:
+        from ident3d.leaderboard.verification import Signer
+
+        public = Signer.load_or_create(args.name).public_key()
+    path = add_key(folder, Key(args.name, public, args.holder, args.role, args.kept, today, args.expires))
+    print(f"{path}: key {args.name!r} of {args.holder}; commit it on its own: `ident3d leaderboard build "
+          "--check --base REF` fails a change that adds a key together with entries it signs")
     return 0
 
 
@@ -229,7 +303,7 @@ def _add(args: argparse.Namespace) -> int:
     board = load_entries(args.entries)
     if args.replace is not None:  # an entry of the result's protocol, or one error line naming it
         find_entry(board, f"{result.document['protocol']}/{args.replace}", args.entries)
-    status, verification, drawable = "self-reported", None, None
+    status, signer, drawable = "self-reported", None, None
     if args.checkpoint is not None:
         from ident3d.tracks import get_track
 
@@ -243,6 +317,7 @@ def _add(args: argparse.Namespace) -> int:
         _refuse_small_draw(drawable, args.fresh)
         _refuse_known_model(board, args.checkpoint, (track or scored_on, result.document["protocol"]),
                             args.replace)
+        _refuse_twin(board, result, args.id, track or scored_on, args.replace)
         signer = _signer(args) if drawable else None  # a broken key fails before minutes of scoring
         fresh = (args.fresh or "track") if drawable else None
         public = {k: v for k, v in result.document.items() if k != "fresh"}  # a draw the submitter saw
@@ -251,7 +326,6 @@ def _add(args: argparse.Namespace) -> int:
         status = "verified" if drawable else "public-split"
         if signer is not None:
             print("\n".join(result.fresh_lines()))
-            verification = _sign(signer, args, result)
         else:
             print("no fresh draw: the result is not on a rendered track's split, so the entry is "
                   "public-split (scored from the model file on the public split only)")
@@ -259,14 +333,33 @@ def _add(args: argparse.Namespace) -> int:
         model = result.document["model"]["sha256"]
         _refuse_known_sha(board, model, (track or track_of(result.document), result.document["protocol"]),
                           args.replace, f"{args.result}'s model")
+        _refuse_twin(board, result, args.id, track or track_of(result.document), args.replace)
     entry = entry_from_result(result, args.id, status=status, name=args.name, authors=args.authors,
                               paper=args.paper, code=args.code, training_data=args.training_data,
                               positives=args.positives, loss=args.loss, model_space=args.model_space,
-                              footnote=args.footnote, track=track, seed_group=args.seed_group,
-                              verification=verification)
+                              footnote=args.footnote, track=track, seed_group=args.seed_group)
+    if signer is not None:
+        entry = _sign(signer, entry, args.entries)
     print(write_entry(entry, args.entries, replace=args.replace))
     print("now run `ident3d leaderboard build` to update LEADERBOARD.md and the page")
     return 0
+
+
+def _refuse_twin(board: list[Entry], result: Result, entry_id: str, table: str, replace: str | None) -> None:
+    from ident3d.leaderboard.entries import twin_of
+    from ident3d.protocols import per_latent_metrics
+
+    document = result.document
+    candidate = {"id": entry_id, "dataset": table, "protocol": document["protocol"], "result": document,
+                 "metrics": {k: document["metrics"].get(k) for k in per_latent_metrics()}}
+    twin = twin_of(board, candidate, replace)
+    if twin is not None:
+        from ident3d.errors import ResultError
+
+        raise ResultError(f"{twin.key}: scores what this result scores on {table} (every metric and latent "
+                          "within the board's rounding); one model has one row, and a re-export (renamed "
+                          "parameters, a scale folded in) is the same model. Fix: pass --replace "
+                          f"{twin['id']} to replace that entry, or submit another model.")
 
 
 def _refuse_small_draw(track: Track | None, fresh: int | None) -> None:
@@ -307,16 +400,21 @@ def _signer(args: argparse.Namespace) -> Signer:
     return Signer.load_or_create(args.verifier or default_key_name())
 
 
-def _sign(signer: Signer, args: argparse.Namespace, result: Result) -> dict[str, Any]:
-    from ident3d.leaderboard.verification import keyring_folder, publish_key, record_for
+def _sign(signer: Signer, entry: Entry, entries: Path) -> Entry:
+    from ident3d.leaderboard.entries import Entry
+    from ident3d.leaderboard.keyring import keyring_folder, read_keyring
+    from ident3d.leaderboard.verification import config_folder
 
-    verification = signer.sign(record_for(args.id, result.document))
-    added = publish_key(signer, keyring_folder(args.entries))
-    if added is not None:
-        print(f"{added}: the public key of verifier {signer.name!r}; commit it with the entry (reviewers "
-              "see a new key as a new file)")
-    print(f"signed by verifier key {signer.name!r}")
-    return verification
+    signed = Entry.parse(signer.sign_entry(entry.document), f"entry {entry['id']}")
+    where = config_folder() / f"{signer.name}.key"
+    print(f"signed by your key {signer.name!r} ({where}); ident3d never writes it into a keyring.")
+    if read_keyring(keyring_folder(entries)).by_fingerprint(signer.fingerprint) is None:
+        print("A row signed by your own key is verified on your copy only, and only once you add your key "
+              "to your copy's keyring (`ident3d leaderboard keyring add ...`); until then it shows as an "
+              "unverified claim. On the public board a maintainer re-verifies the model file with a key of "
+              "the keyring: open a pull request with the entry and the model file.")
+    return signed
 
 
-ACTIONS = {"build": _build, "export": _export, "rescore": _rescore, "compare": _compare, "add": _add}
+ACTIONS = {"build": _build, "export": _export, "rescore": _rescore, "compare": _compare, "add": _add,
+           "keyring": _keyring}
