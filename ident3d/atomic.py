@@ -24,8 +24,10 @@ os.umask(_UMASK)
 
 
 @contextmanager
-def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; move it into place only if the block succeeds."""
+def atomic_path(path: Path, suffix: str = "", exclusive: bool = False) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; move it into place only if the block succeeds. With
+    ``exclusive`` the complete file is linked into place only where no file is (FileExistsError
+    otherwise): of two writers racing for one path, one writes and the other writes nothing."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
@@ -34,7 +36,10 @@ def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
-        os.replace(tmp_path, path)
+        if exclusive:
+            os.link(tmp_path, path)
+        else:
+            os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)
 
@@ -52,16 +57,16 @@ def replace_folder(new: Path, old: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def write_bytes(path: Path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
+def write_bytes(path: Path, data: bytes, exclusive: bool = False) -> None:
+    with atomic_path(path, exclusive=exclusive) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
 
 
-def write_json(path: Path, obj: Any) -> None:
-    write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+def write_json(path: Path, obj: Any, exclusive: bool = False) -> None:
+    write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode(), exclusive)
 
 
 def save_npy(path: Path, array: np.ndarray) -> None:

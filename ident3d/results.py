@@ -53,8 +53,17 @@ class Result:
     def metrics(self) -> dict[str, float | None]:
         return self.document["metrics"]
 
-    def save(self, path: Path) -> None:
-        atomic.write_json(Path(path), self.document)
+    def save(self, path: Path, overwrite: bool = False) -> None:
+        """Write the result; unless ``overwrite``, only where no file is at the moment of writing (a
+        file that appeared there since the command checked its --out is never replaced)."""
+        try:
+            atomic.write_json(Path(path), self.document, exclusive=not overwrite)
+        except FileExistsError:
+            from ident3d.outputs import OutputError
+
+            raise OutputError(f"--out {path}: a file appeared there while this command ran (another "
+                              "command wrote it); it is kept, and nothing was written. Fix: choose another "
+                              "path, or pass --overwrite to replace it.") from None
 
     def table(self) -> str:
         """A short per-latent table for the terminal, headed by what was scored and how far the

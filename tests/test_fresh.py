@@ -100,9 +100,17 @@ def test_closing_a_draw_still_rendering_ends_its_processes_and_removes_its_folde
         draw.wait()
 
 
-def test_ctrl_c_during_a_fresh_evaluation_leaves_no_process_and_no_folder(cpu_track_data, tmp_path):
-    """Ctrl-C reaches the whole foreground group while the draw renders beside the public split: one
-    error line, and the render's processes and folder are gone."""
+@pytest.mark.parametrize(("sent", "to_group", "code", "said"), [
+    (signal.SIGINT, True, 130, "error: interrupted. Fix: re-run the same command; finished work is kept."),
+    (signal.SIGTERM, False, 143, "error: stopped by SIGTERM. Fix: re-run the same command; finished work "
+                                 "is kept."),
+    (signal.SIGHUP, False, 129, "error: stopped by SIGHUP. Fix: re-run the same command; finished work "
+                                "is kept.")], ids=["ctrl_c", "sigterm", "sighup"])
+def test_a_signal_during_a_fresh_evaluation_leaves_no_process_and_no_folder(cpu_track_data, tmp_path, sent,
+                                                                            to_group, code, said):
+    """Ctrl-C reaches the whole foreground group, SIGTERM and SIGHUP (a scheduler, a closed terminal)
+    the command alone, while the draw renders beside the public split: one error line, and the
+    render's processes, its folder and the sandbox's folders are gone."""
     model = export_pixel_readout(tmp_path / "pixels.pt2", 64)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -116,14 +124,16 @@ def test_ctrl_c_during_a_fresh_evaluation_leaves_no_process_and_no_folder(cpu_tr
     while time.monotonic() < deadline and not list(scratch.glob("ident3d-fresh-*/test/images/[!.]*.png")):
         time.sleep(0.05)
     assert list(scratch.glob("ident3d-fresh-*/test/images/[!.]*.png")), "the draw never started rendering"
-    os.killpg(proc.pid, signal.SIGINT)
+    if to_group:
+        os.killpg(proc.pid, sent)
+    else:
+        os.kill(proc.pid, sent)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert err.strip().splitlines() == [
-        "error: interrupted. Fix: re-run the same command; finished work is kept."]
+    assert proc.returncode == code, err
+    assert err.strip().splitlines() == [said]
     time.sleep(0.5)
     assert processes_in_group(proc.pid) == []
-    assert not list(scratch.glob("ident3d-fresh-*")) and not (tmp_path / "result.json").exists()
+    assert not list(scratch.glob("ident3d-*")) and not (tmp_path / "result.json").exists()
 
 
 def test_fresh_needs_a_rendered_track(tmp_path, lookup_model):

@@ -332,3 +332,22 @@ def test_python_api_refuses_nonsense_at_the_boundary(world):
     with pytest.raises(SubmissionError, match="sample_inputs"):
         evaluate(world / "models/quiet.pt2", world / "data", progress=False)
     assert not (world / "pwned").exists()
+
+
+def test_a_result_never_replaces_a_file_that_appeared_at_its_out_while_it_ran(tmp_path):
+    """Two evaluations into one --out: the exists check at start passes for both, the second write
+    finds the first's file and writes nothing (unless --overwrite)."""
+    from test_leaderboard import fake_result
+
+    from ident3d.outputs import OutputError
+    from ident3d.results import Result
+
+    out = tmp_path / "result.json"
+    first, second = Result.parse(fake_result(0.8, 0.7)), Result.parse(fake_result(0.5, 0.4))
+    first.save(out)
+    kept = out.read_bytes()
+    with pytest.raises(OutputError, match="a file appeared there while this command ran"):
+        second.save(out)
+    assert out.read_bytes() == kept and [p.name for p in tmp_path.iterdir()] == ["result.json"]
+    second.save(out, overwrite=True)
+    assert json.loads(out.read_text())["metrics"]["linear_r2"] == 0.5

@@ -172,6 +172,21 @@ class Attention(torch.nn.Module):  # crafted below: a key shorter than the value
         return torch.nn.functional.scaled_dot_product_attention(h[:, :8], h[:, 8:16], h[:, 16:24]).flatten(1)
 
 
+class Attention4d(torch.nn.Module):  # exported as is: a 1-row key beside a 64-row value, 4-d
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = x.flatten(1)[:, :64]
+        b = x.shape[0]
+        q, k = t.reshape(b, 2, 4, 8), t[:, :16].reshape(b, 2, 1, 8)
+        v = torch.cat([t, t], 1).reshape(b, 2, 64, 1).expand(b, 2, 64, 8).contiguous()
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v).flatten(1)
+
+
+class TinyScaleUpsample(torch.nn.Module):  # nearest upsampling of uint8 at scales of 1e-20
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.ops.aten.upsample_nearest2d.default((x * 255).to(torch.uint8), [64, 64], 1e-20, 1e-20)
+        return y.float().flatten(1)[:, :10]
+
+
 def short_key(document: dict) -> None:
     """The key's slice ends 4 pixels early: the value stays 8 long."""
     def argument(node: dict, name: str) -> dict:
@@ -360,7 +375,9 @@ def build_models(w: Path, clean: Path) -> dict[str, Path]:
                                 ("dropout-alias", DropoutCache(), False),
                                 ("einsum-alias", EinsumCache(), False),
                                 ("norm-writes-statistics", NormWritesStatistics(), False),
-                                ("returns-buffer", ReturnsBuffer(), False)):
+                                ("returns-buffer", ReturnsBuffer(), False),
+                                ("attention-4d-short-key", Attention4d(), False),
+                                ("upsample-tiny-scale", TinyScaleUpsample(), False)):
         models[name] = export(module, w / f"{name}.pt2", train)
     models["attention-short-key"] = rewrite_zip(export(Attention(), w / "attention.pt2"),
                                                 w / "attention-short-key.pt2", graph(short_key))
@@ -419,6 +436,8 @@ CASES = [
     Case("norm-writes-statistics", "runs in training mode"),
     Case("returns-buffer", "returns its own parameter or buffer 'table'"),
     Case("attention-short-key", "reference kernels refuse the graph at the batch shape"),
+    Case("attention-4d-short-key", "the key has 1 rows and the value 64; they must be equal"),
+    Case("upsample-tiny-scale", "a scale of 1e-20 is outside"),
     Case("too-many-features", "above the cap of 4096 (--max-feature-dim)"),
     Case("fixed-batch", "fixed batch size of 2 (input dimension 0) and was given 64"),
     Case("index-out-of-range", "the model raised"),

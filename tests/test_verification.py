@@ -135,8 +135,9 @@ def test_the_private_key_is_private_and_the_keyring_holds_one_name_per_key(board
     with pytest.raises(ResultError, match="already holds this key as 'alice'"):  # one key, one name
         add_key(keyring_folder(board["entries"]), Key("independent-lab", board["signer"].public_key(), "x",
                                                       "person", "x", "2026-01-01"))
+    alice = json.loads((keyring_folder(board["entries"]) / "alice.json").read_text())
     (keyring_folder(board["entries"]) / "independent-lab.json").write_text(json.dumps(
-        {**json.loads((keyring_folder(board["entries"]) / "alice.json").read_text()), "name": "independent-lab"}))
+        {**alice, "name": "independent-lab"}))
     with pytest.raises(ResultError, match="keys 'alice' and 'independent-lab' hold one public key"):
         load_entries(board["entries"])
     with pytest.raises(ResultError, match="--verifier"):
@@ -256,7 +257,8 @@ def test_a_signed_record_names_what_was_measured(board):
     entry = json.loads((board["entries"] / "ident3d-eval-v1" / "Alice2026Signed.json").read_text())
     record = entry["verification"]["record"]
     assert record["entry_id"] == "Alice2026Signed" and record["checkpoint_sha256"] == "01" * 32
-    assert record["schema"] == "ident3d-verification/2" and record["key_sha256"] == board["signer"].fingerprint
+    assert record["schema"] == "ident3d-verification/2"
+    assert record["key_sha256"] == board["signer"].fingerprint
     assert (record["fresh_seed"], record["fresh_n"], record["track"]) == (123456789, 2000, TRACK)
     assert record["protocol"] == "ident3d-eval-v1" and set(record["versions"]) >= {"ident3d", "torch"}
     moved = copy.deepcopy(entry)

@@ -10,7 +10,11 @@ import argparse
 import importlib
 import logging
 import re
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
 from ident3d import __version__
@@ -97,6 +101,33 @@ def describe(error: BaseException) -> str:
             "traceback, and please report it.")
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the command is, so it cleans up as after Ctrl-C: every
+    scratch folder removed, every process it started ended, nothing half-written."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """While a command runs in the main thread, SIGTERM and SIGHUP raise ``Stopped``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        raise Stopped(signum)
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Exit 0 on success, 1 on a failure (one `error:` line), 2 on a usage error (argparse)."""
     parser = build_parser()
@@ -113,7 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in OWN_LOGGERS:
         logging.getLogger(name).setLevel(ours)
     try:
-        return int(args.run(args) or 0)
+        with stopped_by_signals():
+            return int(args.run(args) or 0)
+    except Stopped as stop:
+        print(f"error: stopped by {signal.Signals(stop.signum).name}. Fix: re-run the same command; "
+              "finished work is kept.", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         print("error: interrupted. Fix: re-run the same command; finished work is kept.",
               file=sys.stderr)

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         print("not written: pass --out FILE.json to keep the result (and to enter it on a leaderboard)")
         return 0
-    result.save(args.out)
+    result.save(args.out, overwrite=args.overwrite)
     print(f"wrote {args.out}")
     print(result.destination(args.out))
     return 0

@@ -35,7 +35,8 @@ def _storage(value: Any) -> StorageWeakRef | None:
 
 
 class _Writes(TorchDispatchMode):
-    """Raises at the first call that writes into the storage of a state tensor."""
+    """Raises at the first call that writes into the storage of a state tensor, or whose arguments
+    (attention shapes, interpolation scales) its kernels would not check before reading memory."""
 
     def __init__(self, state: dict[StorageWeakRef, str]) -> None:
         super().__init__()
@@ -44,6 +45,10 @@ class _Writes(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         given = dict(zip((a.name for a in func._schema.arguments), args, strict=False)) | kwargs
+        problem = _argument_problem(func, given)
+        if problem:
+            raise StateEffect(f"the graph calls {problem}, which its kernels do not check before they "
+                              "read memory")
         for argument in func._schema.arguments:
             if argument.alias_info is None or not argument.alias_info.is_write:
                 continue
@@ -54,6 +59,69 @@ class _Writes(TorchDispatchMode):
                                       f"running ({func.name().removeprefix('aten::')} writes its "
                                       f"{argument.name!r}), so no two calls agree")
         return func(*args, **kwargs)
+
+
+# Interpolation scales outside this range, or an output size far from input x scale, overflow or
+# mislead the index arithmetic of the CPU kernels (a wild read with scales of 1e-20 on uint8).
+SCALE_RANGE = (1 / 1024, 1024.0)
+LARGEST_OUTPUT_SIDE = 1 << 16
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else ()
+
+
+def _attention_problem(name: str, given: dict[str, Any]) -> str | None:
+    """What about an attention call's query, key and value its kernels do not check in every rank:
+    the key and value must hold one sequence (their rows), query and key one width, and the three one
+    batch and head layout (no broadcasting, which the fused CPU kernel indexes past)."""
+    q, k, v = (_shape(given.get(n)) for n in ("query", "key", "value"))
+    if not (q and k and v):
+        return None
+    if not len(q) == len(k) == len(v) or len(q) < 3:
+        return (f"{name} takes query, key and value of one rank (3 or more); given {list(q)}, {list(k)}, "
+                f"{list(v)}")
+    if k[-2] != v[-2]:
+        return f"{name}: the key has {k[-2]} rows and the value {v[-2]}; they must be equal"
+    if q[-1] != k[-1]:
+        return f"{name}: the query's width {q[-1]} is not the key's {k[-1]}"
+    if not q[:-2] == k[:-2] == v[:-2]:
+        return (f"{name}: query, key and value must share their batch and head sizes (given {list(q[:-2])}, "
+                f"{list(k[:-2])}, {list(v[:-2])}); broadcast them explicitly with expand before the call")
+    mask = _shape(given.get("attn_mask"))
+    if mask and (len(mask) > len(q) or mask[-2:] not in ((q[-2], k[-2]), (1, k[-2]), (q[-2], 1), (1, 1))):
+        return f"{name}: a mask of shape {list(mask)} does not fit scores of shape {[*q[:-1], k[-2]]}"
+    return None
+
+
+def _interpolation_problem(name: str, given: dict[str, Any]) -> str | None:
+    """Scales or output sizes of an upsampling call that overflow or mislead its index arithmetic."""
+    image = _shape(given.get("input") if "input" in given else given.get("self"))
+    sizes = list(given.get("output_size") or [])
+    scales = [given[n] for n in given if n.startswith("scales")]
+    scales += list(given.get("scale_factors") or [])
+    for scale in (s for s in scales if s is not None):
+        if not SCALE_RANGE[0] <= float(scale) <= SCALE_RANGE[1]:
+            return f"{name}: a scale of {scale:g} is outside [{SCALE_RANGE[0]:g}, {SCALE_RANGE[1]:g}]"
+    if any(not isinstance(n, int) or not 0 < n <= LARGEST_OUTPUT_SIDE for n in sizes):
+        return f"{name}: an output size of {sizes} is outside 1 to {LARGEST_OUTPUT_SIDE}"
+    given_scales = [s for s in scales if s is not None]
+    spatial = image[-len(sizes):] if sizes and len(image) >= len(sizes) else ()
+    if sizes and spatial and len(given_scales) == len(sizes):
+        for size, side, scale in zip(sizes, spatial, given_scales, strict=True):
+            if abs(size - side * float(scale)) > 1 + 1e-6 * size:
+                return (f"{name}: an output size {size} from a side of {side} at scale {scale:g} (their "
+                        "product); the kernel would index past its input")
+    return None
+
+
+def _argument_problem(func: Any, given: dict[str, Any]) -> str | None:
+    name = func.name().removeprefix("aten::")
+    if "scaled_dot_product" in name:
+        return _attention_problem(name, given)
+    if "upsample" in name:
+        return _interpolation_problem(name, given)
+    return None
 
 
 def _check_input_size(images: torch.fx.Node, shape: tuple[int, ...]) -> None:
