@@ -53,9 +53,10 @@ class Result:
     def metrics(self) -> dict[str, float | None]:
         return self.document["metrics"]
 
-    def save(self, path: Path, overwrite: bool = False) -> None:
-        """Write the result; unless ``overwrite``, only where no file is at the moment of writing (a
-        file that appeared there since the command checked its --out is never replaced)."""
+    def save(self, path: Path, overwrite: bool = True) -> None:
+        """Write the result; without ``overwrite`` (``evaluate --out`` without --overwrite) only where
+        no file is at the moment of writing: a file that appeared there since the command checked
+        its --out is never replaced."""
         try:
             atomic.write_json(Path(path), self.document, exclusive=not overwrite)
         except FileExistsError:

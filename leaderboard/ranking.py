@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ident3d.errors import ResultError
+from ident3d.leaderboard.entries import Entry
 from ident3d.protocols import METRICS, per_latent_metrics, ranking_metrics
 
 Row = Mapping[str, Any]  # an entry (``leaderboard.entries.Row``) or a seed group's row
@@ -73,23 +74,15 @@ def is_verified(row: Row) -> bool:
 
 
 @dataclass(frozen=True)
-class SignedView(Mapping[str, Any]):
+class SignedView(Entry):
     """What a board shows of a row verified under record format 1: only what that record signs (the
     id, the scores and the model's name the result carries, the draw, the signer); its description
     (positives, loss, space, authors, paper, code, footnote) and its seed group, archive note and
-    metrics_std were never signed, so they are not shown (``verification.SIGNED_BY_V1``)."""
+    metrics_std were never signed, so they are not shown (``verification.SIGNED_BY_V1``). Made from
+    an entry validated whole, so it is not validated again."""
 
-    document: dict[str, Any]
-    proof: Any
-
-    def __getitem__(self, key: str) -> Any:
-        return self.document[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.document)
-
-    def __len__(self) -> int:
-        return len(self.document)
+    def __post_init__(self, source: str, around: Any) -> None:
+        pass
 
 
 def shown_entry(entry: Row) -> Row:
@@ -104,7 +97,7 @@ def shown_entry(entry: Row) -> Row:
     described = ("training_data", "positives", "loss", "model_space")
     kept.update(name=entry["result"]["model"]["name"], authors=[UNSIGNED], paper=None, code=None,
                 footnote=None, **dict.fromkeys(described, UNSIGNED))
-    return SignedView(kept, proof)
+    return SignedView(kept, proof=proof)
 
 
 def fresh_draw(row: Row) -> Mapping[str, Any] | None:

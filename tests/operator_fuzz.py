@@ -4,6 +4,8 @@ tests/test_operator_fuzz.py, in a process of its own so that a crash is seen, no
 Arguments come from each overload's schema: tensors of 0 to 4 dimensions with sizes 0 to 5, some
 transposed or sliced with a step (non-contiguous strides), integer tensors holding indices far
 outside their range, integers and lists of integers that are negative, zero or large. Each call
+first goes through the pre-run check's argument rules (``ident3d.sandbox.effects.argument_problem``:
+attention shapes, interpolation scales and sizes), which refuse it before any kernel runs, or it
 runs twice, the second time on copies of its inputs placed elsewhere on a heap freshly filled with
 NaN: a kernel that reads outside its inputs gives a result that depends on that memory. Each
 call's outcome is a result equal both times, a refusal (an exception), or a finding, printed as
@@ -20,6 +22,7 @@ import time
 import torch
 
 sys.path.insert(0, sys.argv[1])
+from ident3d.sandbox.effects import argument_problem  # noqa: E402
 from ident3d.sandbox.loading import overload_refusal  # noqa: E402
 from ident3d.sandbox.operators import ATEN, TRAINING_ARGUMENTS  # noqa: E402
 
@@ -69,8 +72,8 @@ def value(kind: str, name: str, rng: torch.Generator):
     if kind in ("List[int]", "List[SymInt]"):
         return [INTS[int(torch.randint(0, len(INTS) - 1, (1,), generator=rng))]
                 for _ in range(int(torch.randint(0, 5, (1,), generator=rng)))]
-    if kind in ("float", "number"):
-        return (-1.5, 0.0, 0.5, 2.0, float("inf"), float("nan"))[pick % 6]
+    if kind in ("float", "number"):  # scales too: far below and above one overflow index arithmetic
+        return (-1.5, 0.0, 0.5, 2.0, float("inf"), float("nan"), 1e-20, 1e20)[pick % 8]
     if kind == "bool":  # training mode is refused by the reader (operators.TRAINING_ARGUMENTS): random
         return False if name in TRAINING_ARGUMENTS else bool(pick % 2)
     if kind == "List[bool]":
@@ -139,13 +142,18 @@ def main() -> None:
                 continue  # the sandbox refuses it before it runs (tests/test_sandbox.py)
             print(json.dumps({"start": f"{name}.{overload}"}), flush=True)
             began = time.perf_counter()
-            counts = {"same": 0, "refused": 0, "skipped": 0, "malformed_empty": 0, "differs": []}
+            counts = {"same": 0, "refused": 0, "checked": 0, "skipped": 0, "malformed_empty": 0,
+                      "differs": []}
             for trial in range(TRIALS):
                 crafted = arguments(op._schema, rng)
                 if crafted is None:
                     counts["skipped"] += 1
                     continue
                 args, kwargs = crafted
+                given = dict(zip((a.name for a in op._schema.arguments), args, strict=False)) | kwargs
+                if argument_problem(op, given) is not None:
+                    counts["checked"] += 1  # the sandbox's pre-run check refuses it before any kernel
+                    continue
                 try:
                     first = op(*copies(args), **copies(kwargs))
                 except Exception:  # noqa: BLE001 - a refusal is the answer we want for bad input

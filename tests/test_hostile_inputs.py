@@ -344,10 +344,10 @@ def test_a_result_never_replaces_a_file_that_appeared_at_its_out_while_it_ran(tm
 
     out = tmp_path / "result.json"
     first, second = Result.parse(fake_result(0.8, 0.7)), Result.parse(fake_result(0.5, 0.4))
-    first.save(out)
+    first.save(out, overwrite=False)
     kept = out.read_bytes()
     with pytest.raises(OutputError, match="a file appeared there while this command ran"):
-        second.save(out)
+        second.save(out, overwrite=False)
     assert out.read_bytes() == kept and [p.name for p in tmp_path.iterdir()] == ["result.json"]
     second.save(out, overwrite=True)
     assert json.loads(out.read_text())["metrics"]["linear_r2"] == 0.5

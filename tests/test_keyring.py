@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from test_verification import drawn_result, signed, trust
+from test_verification import board, drawn_result, signed, trust  # noqa: F401 - board: a fixture
 
 from ident3d.leaderboard.build import build
 from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, load_entries, write_entry
@@ -27,20 +27,9 @@ SHOWN = {"name": "Mallory's best", "authors": ["M. Allory"], "paper": "https://e
          "seed_group": "mallory", "archived": "hidden", "metrics_std": {"linear_r2": 0.0003}}
 
 
-@pytest.fixture
-def alice_board(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    entries = tmp_path / "leaderboard" / "entries"
-    entries.mkdir(parents=True)
-    alice = Signer.load_or_create("alice")
-    trust(alice, entries)
-    result = Result.parse(drawn_result(0.95, 0.60, sha="01" * 32))
-    write_entry(signed(alice, entry_from_result(result, "Alice2026Signed", status="verified")), entries)
-    return entries
-
-
 @pytest.mark.parametrize("field", sorted(SHOWN))
-def test_editing_any_field_of_a_format_2_verified_row_makes_it_a_claim(alice_board, field):
+def test_editing_any_field_of_a_format_2_verified_row_makes_it_a_claim(board, field):  # noqa: F811
+    alice_board = board["entries"]
     path = alice_board / "ident3d-eval-v1" / "Alice2026Signed.json"
     document = json.loads(path.read_text())
     document[field] = SHOWN[field]
@@ -49,7 +38,7 @@ def test_editing_any_field_of_a_format_2_verified_row_makes_it_a_claim(alice_boa
         with pytest.raises(Exception, match="field metrics_std"):
             load_entries(alice_board)
         return
-    [entry] = load_entries(alice_board)
+    entry = next(e for e in load_entries(alice_board) if e["id"] == "Alice2026Signed")
     assert status(entry) == "unverified-claim" and "entry_sha256" in entry.proof.problem
 
 

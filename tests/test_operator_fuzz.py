@@ -1,6 +1,8 @@
 """Every operator the sandbox admits, called with crafted shapes, strides and indices
 (tests/operator_fuzz.py, in a process of its own): no crash, no result that depends on memory
-outside its inputs, a refusal otherwise. The allow-list's rule is in ident3d/sandbox/operators.py."""
+outside its inputs, a refusal otherwise; a call the sandbox's pre-run check refuses is not run,
+so a crash means that check let through a case that crashes. The allow-list's rule is in
+ident3d/sandbox/operators.py."""
 
 from __future__ import annotations
 
@@ -53,3 +55,5 @@ def test_crafted_arguments_never_crash_or_read_outside_the_inputs(seed):
     covered = {f["done"].split(".")[0] for f in finished}
     assert covered == set(ATEN)  # every listed operator has an admitted overload that was called
     assert sum(f["same"] for f in finished) > 1000 and sum(f["refused"] for f in finished) > 1000
+    checked = {f["done"].split(".")[0] for f in finished if f["checked"]}
+    assert {"scaled_dot_product_attention", "upsample_nearest2d"} <= checked  # the check stood in front

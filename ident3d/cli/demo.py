@@ -118,7 +118,7 @@ def demo_leaderboard(folder: Path, smoke_result: Path, readouts: dict[str, Path]
 
     from ident3d.leaderboard.build import build
     from ident3d.leaderboard.entries import ENTRIES_DIR, entry_from_result, entry_path, write_entry
-    from ident3d.leaderboard.verification import keyring_folder
+    from ident3d.leaderboard.keyring import keyring_folder
     from ident3d.results import Result
 
     entries = folder / "entries"

@@ -45,7 +45,7 @@ class _Writes(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         given = dict(zip((a.name for a in func._schema.arguments), args, strict=False)) | kwargs
-        problem = _argument_problem(func, given)
+        problem = argument_problem(func, given)
         if problem:
             raise StateEffect(f"the graph calls {problem}, which its kernels do not check before they "
                               "read memory")
@@ -115,7 +115,9 @@ def _interpolation_problem(name: str, given: dict[str, Any]) -> str | None:
     return None
 
 
-def _argument_problem(func: Any, given: dict[str, Any]) -> str | None:
+def argument_problem(func: Any, given: dict[str, Any]) -> str | None:
+    """Why the kernels of a call with arguments ``given`` (by schema name) would read past their
+    inputs unchecked, or None: the rules the pre-run check applies before any kernel runs."""
     name = func.name().removeprefix("aten::")
     if "scaled_dot_product" in name:
         return _attention_problem(name, given)
