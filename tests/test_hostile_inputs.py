@@ -351,3 +351,17 @@ def test_a_result_never_replaces_a_file_that_appeared_at_its_out_while_it_ran(tm
     assert out.read_bytes() == kept and [p.name for p in tmp_path.iterdir()] == ["result.json"]
     second.save(out, overwrite=True)
     assert json.loads(out.read_text())["metrics"]["linear_r2"] == 0.5
+
+
+def test_sighup_stops_a_command_as_sigterm_does_and_the_handlers_are_restored():
+    import os
+    import signal
+
+    from ident3d.cli import Stopped, stopped_by_signals
+
+    before = signal.getsignal(signal.SIGHUP)
+    with pytest.raises(Stopped) as stop, stopped_by_signals():
+        os.kill(os.getpid(), signal.SIGHUP)
+        signal.sigtimedwait([], 1)  # the handler runs at the next bytecode boundary
+    assert stop.value.signum == signal.SIGHUP and isinstance(stop.value, KeyboardInterrupt)
+    assert signal.getsignal(signal.SIGHUP) is before
