@@ -27,7 +27,14 @@ from ident3d.leaderboard.entries import (
 )
 from ident3d.leaderboard.hub_export import export
 from ident3d.leaderboard.markdown import render_markdown
-from ident3d.leaderboard.ranking import PIXELS_LOSS, SUPERVISED_POSITIVES, ranked_tables, reference, table_of
+from ident3d.leaderboard.ranking import (
+    PIXELS_LOSS,
+    SUPERVISED_POSITIVES,
+    rank_labels,
+    ranked_tables,
+    reference,
+    table_of,
+)
 from ident3d.results import Result
 from ident3d.variants import get_variant
 
@@ -403,7 +410,7 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         group = page.locator("#board tbody tr[data-id='group:v2-normal-box']")  # 3 seeds, 1 row: mean ± sd
         assert re.search(r"\d\.\d\d\s+± \d\.\d\d", group.locator("td").nth(5).inner_text())  # sd beneath
         ranks = rows.evaluate_all("rows => rows.map(r => r.children[0].textContent)")
-        assert ranks == [str(i) for i in range(1, len(table_rows) + 1)]
+        assert ranks == rank_labels(table_rows)  # verified 1, 2, ...; the rest (1), (2), ... after them
         badges = page.locator("#board tbody tr .status.inline")  # every row's status at a glance, in view
         assert badges.count() == len(table_rows)
         for k in range(badges.count()):
@@ -411,7 +418,7 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
             assert badges.nth(k).is_visible() and box["x"] + box["width"] <= 1280, k
         marks = page.locator("#board tbody tr .reference")  # the topline and the floor say what they are
         marked = {m: [row["id"] for row in table_rows if reference(row) == m] for m in ("topline", "floor")}
-        assert marked["topline"] and marked["floor"]
+        assert marked["topline"] or marked["floor"]  # format-1 rows carry no mark: it is not signed
         assert sorted(marks.all_inner_texts()) == sorted(m for m, ids in marked.items() for _ in ids)
         for mark, ids in marked.items():
             for row_id in ids:
@@ -474,8 +481,8 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         lines = Path(download.value.path()).read_text().strip().splitlines()
         assert lines[0].startswith('"rank","id","name","seed_group","track"') and len(lines) == 1 + 8
         assert '"linear_r2:object_x"' in lines[0] and '"mcc_pearson:spotlight_hue"' in lines[0]
-        crafted = page.evaluate("""() => csv([{id: "x", rank: 1, name: "=HYPERLINK(1)", dataset: "+t",
-            protocol: "-p", status: "@s", positives: "\\tq", loss: "\\rl", model_space: "box",
+        crafted = page.evaluate("""() => csv([{id: "x", rank: 1, rank_label: "1", name: "=HYPERLINK(1)",
+            dataset: "+t", protocol: "-p", status: "@s", positives: "\\tq", loss: "\\rl", model_space: "box",
             metrics: {linear_r2: -0.5}, paper: "", footnote: "=1+1"}])""").split("\r\n")[1]
         assert crafted.startswith('"1","x","\'=HYPERLINK(1)","","\'+t","\'-p","\'@s","","\'\tq","\'\rl",'
                                   '"box","-0.5"')
@@ -506,7 +513,7 @@ def test_the_page_in_a_real_browser(served_site, tmp_path):
         page.select_option("#protocol", "cl-ica-2021")
         page.fill("#search", "SUPERVISED")
         kept = rows.evaluate_all("rows => rows.map(r => [r.dataset.id, r.children[0].textContent])")
-        assert kept == [["Zimmermann2021Contrastive_supervised", "1"]]
+        assert kept == [["Zimmermann2021Contrastive_supervised", "(1)"]]  # no row of this table is verified
         page.fill("#search", "")
         page.select_option("#status", "public-split")
         assert rows.count() == sum(1 for e in paper if e["status"] == "public-split")
