@@ -64,6 +64,13 @@ def load_checkpoint(path: Path, model: torch.nn.Module, loss: torch.nn.Module,
         return int(metadata["step"]), metadata
 
 
+def model_tensors(path: Path, prefixes: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """The model's tensors whose names start with one of ``prefixes`` (names without "model.")."""
+    with readable_checkpoint(path), safe_open(str(path), framework="pt") as f:
+        return {key.removeprefix("model."): f.get_tensor(key) for key in f.keys()
+                if key.removeprefix("model.").startswith(prefixes) and key.startswith("model.")}
+
+
 def checkpoint_metadata(path: Path) -> dict[str, str]:
     with readable_checkpoint(path), safe_open(str(path), framework="pt") as f:
         return f.metadata()

@@ -21,7 +21,7 @@ from ident3d.readers import read_regular
 
 # Values that may change when a run is resumed; every other field must match the saved config.
 RESUMABLE_CHANGES = frozenset({"iterations", "device", "workers", "compile", "log_every", "eval_every",
-                               "checkpoint_every"})
+                               "eval_kernel", "checkpoint_every"})
 
 # Integer settings and the largest value that is still a training run (not a typo or an attack
 # that allocates a billion-wide layer); the lower bound is 1, 0 for the seed.
@@ -61,6 +61,9 @@ class TrainConfig:
     lr_schedule: str = "constant"  # constant (the original's) | cosine (decay to 0 over the iterations)
     loss_lr: float = 1e-3  # learnable loss parameters (AnInfoNCE's Lambda)
     seed: int = 0
+    # a checkpoint of another run whose trunk and linear head start this one (same latent_dim and
+    # stem); the output space, the loss's parameters and the optimizer start fresh. "": a seeded init
+    init_from: str = ""
     # runtime
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     amp: bool = True  # bf16 autocast on CUDA (ignored on CPU)
@@ -69,6 +72,7 @@ class TrainConfig:
     log_every: int = 50
     eval_every: int = 1000  # cheap linear R^2 / MCC on eval_images held-out images; 0: never
     eval_images: int = 1024
+    eval_kernel: bool = False  # each evaluation also logs the kernel R² per latent (a second or two more)
     checkpoint_every: int = 1000
 
     def __post_init__(self) -> None:

@@ -58,6 +58,7 @@ class Run:
     budget: dict[str, Any] = field(default_factory=dict)
     overrides: dict[str, Any] = field(default_factory=dict)
     continues: str | None = None  # a run folder under the same OUT whose checkpoint this run may start from
+    starts_from: str | None = None  # a finished run folder under the same OUT whose trunk and head start it
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,8 @@ def _parsed(path: Path, text: str) -> Experiment:
     runs = []
     for i, table in enumerate(document.get("runs", [])):
         where = f"{path}: runs[{i}] ({table.get('name', 'no name')})"
-        unknown = set(table) - {"name", "data", "preset", "budget", "seed", "seeds", "set", "continues"}
+        unknown = set(table) - {"name", "data", "preset", "budget", "seed", "seeds", "set", "continues",
+                                "starts_from"}
         if unknown or not {"name", "data", "preset"} <= set(table):
             raise ExperimentError(f"{where}: needs name, data and preset; unknown keys {sorted(unknown)}. "
                                   "Fix: see baselines/cpu_track.toml.")
@@ -145,9 +147,10 @@ def _parsed(path: Path, text: str) -> Experiment:
             raise ExperimentError(f"{where}: name {table['name']!r} is not a folder name (letters, digits, "
                                   "'-', '_' and single dots, starting with a letter or digit). Fix: rename "
                                   "it.")
-        if "continues" in table and not safe_name(str(table["continues"])):
-            raise ExperimentError(f"{where}: continues {table['continues']!r} is not a run folder name. Fix: "
-                                  "name the folder of the run to continue (NAME or NAME-sSEED).")
+        for key in ("continues", "starts_from"):
+            if key in table and not safe_name(str(table[key])):
+                raise ExperimentError(f"{where}: {key} {table[key]!r} is not a run folder name. Fix: name "
+                                      "the folder of a run of this file (NAME or NAME-sSEED).")
         if table["data"] not in data:
             raise ExperimentError(f"{where}: data {table['data']!r} is not defined. Fix: add "
                                   f"[data.{table['data']}].")
@@ -161,7 +164,7 @@ def _parsed(path: Path, text: str) -> Experiment:
         for seed in seeds if seeds is not None else [table.get("seed", 0)]:
             folder = f"{table['name']}-s{seed}" if seeds is not None else table["name"]
             runs.append(Run(folder, table["name"], table["data"], table["preset"], int(seed), dict(budget),
-                            dict(table.get("set", {})), table.get("continues")))
+                            dict(table.get("set", {})), table.get("continues"), table.get("starts_from")))
     folders = [r.folder for r in runs]
     if len(set(folders)) != len(folders):
         raise ExperimentError(f"{path}: two runs share a folder name. Fix: give each [[runs]] its own name.")
@@ -248,6 +251,16 @@ def _start_from(source: Path, folder: Path) -> None:
         shutil.copyfile(source / name, folder / name)
 
 
+def _finished_checkpoint(source: Path, run: Run) -> Path:
+    """The last checkpoint of the finished run ``source`` (``starts_from``), resolved: a run that starts
+    from an unfinished one would start from whatever step it reached."""
+    if not (source / RUN_RECORD).exists():
+        raise ExperimentError(f"run {run.folder}: starts_from {source.name}, which has not finished under "
+                              f"{source.parent}. Fix: run {source.name} first (list it before {run.folder} "
+                              "in --runs).")
+    return (source / "checkpoint.safetensors").resolve()
+
+
 def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
     """Train (or resume) ``run``, export it, score it under every protocol (REGISTRY); return its folder."""
     folder, data = Path(out) / "runs" / run.folder, experiment.data_root(out, run.data)
@@ -266,6 +279,8 @@ def run_one(experiment: Experiment, run: Run, out: Path, device: str) -> Path:
         settings = {"checkpoint_every": experiment.checkpoint_every, **run.overrides,  # the budget wins
                     "iterations": budget["steps"], "batch_size": budget["batch_size"], "lr": budget["lr"],
                     "seed": run.seed, "device": device, "data": str(data.resolve())}
+        if run.starts_from:
+            settings["init_from"] = str(_finished_checkpoint(Path(out) / "runs" / run.starts_from, run))
         if not (folder / "config.json").exists() and run.continues:
             _start_from(Path(out) / "runs" / run.continues, folder)
         train(load_preset(run.preset, **settings), folder, resume=(folder / "config.json").exists(),

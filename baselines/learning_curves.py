@@ -49,6 +49,10 @@ DIAGNOSTIC_RUNS = {
                                           "but the rotations: 1e-4 on them, 0.1 on the others",
 }
 
+# The settling run (docs/cpu-track.md, "Not learned yet, or not kept"): normal-box from a supervised
+# trunk that reads the rotations, read apart from the track's arms; its trunk is no topline run.
+SETTLING_TRUNK, SETTLING_RUN = "v2-supervised-trunk", "v2-normal-box-from-supervised"
+
 
 def curve_of_run(folder: Path, run: Run, factors: list[str]) -> dict[str, Any]:
     """The periodic evaluations in a run folder's log, with the run's settings."""
@@ -56,7 +60,9 @@ def curve_of_run(folder: Path, run: Run, factors: list[str]) -> dict[str, Any]:
 
     log = read_log(folder / "log.jsonl")
     points = [{"step": r["step"], "linear_r2": r["eval"]["linear_r2"], "mcc": r["eval"]["mcc"],
-               "linear_r2_per_latent": r["eval"]["linear_r2_per_latent"]} for r in log if "eval" in r]
+               "linear_r2_per_latent": r["eval"]["linear_r2_per_latent"],
+               **({"kernel_r2_per_latent": r["eval"]["kernel_r2_per_latent"]}
+                  if "kernel_r2_per_latent" in r["eval"] else {})} for r in log if "eval" in r]
     lambdas = [{"step": r["step"], "precision": r["precision"]} for r in log if "precision" in r]
     return {"run": run.folder, "group": run.group, "preset": run.preset, "budget": run.budget,
             "factors": factors, "last_step": log[-1]["step"] if log else 0, "points": points,
@@ -209,8 +215,9 @@ def rotations_paragraph(curves: list[dict[str, Any]]) -> str:
     raw: a negative value reads worse than the latent's mean)."""
     logged = [c for c in curves if c["points"]]
     diagnostics = {c["run"]: c for c in logged if c["run"] in DIAGNOSTIC_RUNS}
-    contrastive = [c for c in logged if c["preset"] != "supervised" and c["run"] not in DIAGNOSTIC_RUNS]
-    supervised = [c for c in logged if c["preset"] == "supervised"]
+    apart = {*DIAGNOSTIC_RUNS, SETTLING_TRUNK, SETTLING_RUN}
+    contrastive = [c for c in logged if c["preset"] != "supervised" and c["run"] not in apart]
+    supervised = [c for c in logged if c["preset"] == "supervised" and c["run"] not in apart]
     if not contrastive:
         return ""
     factors = contrastive[0]["factors"]
@@ -257,11 +264,60 @@ def rotations_paragraph(curves: list[dict[str, Any]]) -> str:
     return text[:-1] + "."
 
 
+def _rotations_at(point: dict[str, Any], rotations: list[int], key: str) -> str:
+    return " / ".join(f"{100 * point[key][j]:.1f}" for j in rotations)
+
+
+def settling_paragraph(curves: list[dict[str, Any]]) -> str:
+    """What the settling run reads on the rotations, evaluation by evaluation, linear and kernel R²
+    (raw), beside its trunk's last evaluation; and which reading it supports (one seed: a reading of
+    this run, not a verdict)."""
+    by_run = {c["run"]: c for c in curves if c["points"]}
+    trunk, tuned = by_run.get(SETTLING_TRUNK), by_run.get(SETTLING_RUN)
+    if trunk is None or tuned is None or any("kernel_r2_per_latent" not in c["points"][-1]
+                                             for c in (trunk, tuned)):
+        return (f"**Not learned yet, or not kept.** The settling run ({SETTLING_RUN} from "
+                f"{SETTLING_TRUNK}, `baselines/cpu_track.toml`) has no kept curve yet.")
+    factors = tuned["factors"]
+    rotations = [j for j, name in enumerate(factors) if name.startswith("rotation")]
+    start, last = trunk["points"][-1], tuned["points"][-1]
+    budget = tuned["budget"]
+
+    def best(point: dict[str, Any]) -> float:  # the better read-out of the weakest rotation
+        return min(max(point["linear_r2_per_latent"][j], point["kernel_r2_per_latent"][j]) for j in rotations)
+
+    shown = {tuned["points"][0]["step"], 300, 600, 900, last["step"]}
+    trajectory = "; ".join(f"step {p['step']:,}: {_rotations_at(p, rotations, 'linear_r2_per_latent')} "
+                           f"(kernel {_rotations_at(p, rotations, 'kernel_r2_per_latent')})"
+                           for p in tuned["points"] if p["step"] in shown)
+    others = [j for j in range(len(factors)) if j not in rotations]
+    kept, began = best(last), best(start)
+    if kept >= 0.5 * began:
+        reading = ("the rotations stay readable, so the from-scratch runs have not learned them yet at "
+                   "this budget: the loss keeps them once they are there")
+    elif kept <= 0.1:
+        reading = "the rotations decay to 0, so the loss does not keep them at this budget"
+    else:
+        reading = ("the rotations are partly kept (more than 0.1, less than half the trunk's), so neither "
+                   "reading holds alone")
+    return (f"**Not learned yet, or not kept.** {SETTLING_RUN} trains normal-box at the track's contrastive "
+            f"budget ({budget['steps']:,} steps of {budget['batch_size']} pairs, lr {budget['lr']:g}) from "
+            f"the trunk and linear head of {SETTLING_TRUNK} (the supervised preset's first "
+            f"{trunk['last_step']:,} steps, a constant learning rate, so v2-supervised's own first steps), "
+            f"which reads rotation α / β / γ at {_rotations_at(start, rotations, 'linear_r2_per_latent')} % "
+            f"(kernel {_rotations_at(start, rotations, 'kernel_r2_per_latent')} %) at its last evaluation. "
+            f"Held-out R² of the rotations, linear (kernel), in percent: {trajectory}; the other "
+            f"{len(others)} latents read {_percent_range([last['linear_r2_per_latent'][j] for j in others])} "
+            f"at step {last['step']:,}. The weakest rotation's better read-out goes from "
+            f"{100 * began:.1f} % to {100 * kept:.1f} %: {reading}. One seed: what this run shows, not a "
+            "verdict with an interval.")
+
+
 def section(curves: list[dict[str, Any]]) -> str:
     lines = []
     rotations = rotations_paragraph(curves)
     if rotations:
-        lines += [rotations, ""]
+        lines += [rotations, "", settling_paragraph(curves), ""]
     if not curves:
         lines.append("No learning curve is kept yet: the runs that log one (`baselines/cpu_track.toml`, "
                      "`baselines/cpu_track_curves.toml`) have not been made.")

@@ -38,6 +38,7 @@ from ident3d.baselines import distributed
 from ident3d.baselines.checkpoints import (
     checkpoint_metadata,
     load_checkpoint,
+    model_tensors,
     readable_checkpoint,
     save_checkpoint,
 )
@@ -144,8 +145,10 @@ def truncate_log(path: Path, step: int) -> None:
     atomic.write_bytes(path, "".join(json.dumps(r) + "\n" for r in kept).encode())
 
 
-def quick_score(model: torch.nn.Module, dataset: ThreeDIdent, n: int, device: torch.device) -> dict:
-    """Linear R^2 (fit on one half, scored on the other) and Pearson MCC on n held-out images."""
+def quick_score(model: torch.nn.Module, dataset: ThreeDIdent, n: int, device: torch.device,
+                kernel: bool = False) -> dict:
+    """Linear R^2 (fit on one half, scored on the other) and Pearson MCC on n held-out images; with
+    ``kernel`` the kernel R^2 per latent too (the evaluator's read-out, fitted on the same half)."""
     n = min(n, len(dataset))
     h = encode(model, dataset, np.arange(n), device, batch_size=256, progress=False).astype(np.float64)
     model.train()
@@ -153,8 +156,24 @@ def quick_score(model: torch.nn.Module, dataset: ThreeDIdent, n: int, device: to
     half = n // 2
     r2 = metrics.linear_r2(z[:half], h[:half], z[half:], h[half:])
     mcc, _ = metrics.mcc(z, h)
-    return {"linear_r2": float(np.mean(np.clip(r2, 0, 1))), "mcc": float(np.mean(mcc)),
-            "linear_r2_per_latent": [round(float(v), 4) for v in r2]}
+    score = {"linear_r2": float(np.mean(np.clip(r2, 0, 1))), "mcc": float(np.mean(mcc)),
+             "linear_r2_per_latent": [round(float(v), 4) for v in r2]}
+    if kernel:
+        kernel_r2, _ = metrics.nonlinear_r2(z[:half], h[:half], z[half:], h[half:])
+        score["kernel_r2_per_latent"] = [round(float(v), 4) for v in kernel_r2]
+    return score
+
+
+def start_from_trunk(model: Encoder, checkpoint: Path) -> None:
+    """Copy another run's trunk and linear head (``init_from``) into a new ``model``; its output space
+    keeps its own init. A checkpoint of another shape is one clear error."""
+    trunk = ("backbone.", "head.")
+    parts = model_tensors(checkpoint, trunk)
+    own = {k: v for k, v in model.state_dict().items() if k.startswith(trunk)}
+    if set(parts) != set(own) or any(parts[k].shape != v.shape for k, v in own.items()):
+        raise TrainingError(f"init_from {checkpoint}: its trunk and head do not fit this model (another "
+                            "latent_dim or stem). Fix: start from a run of the same latent_dim and stem.")
+    model.load_state_dict(parts, strict=False)
 
 
 # ---- export ----
@@ -282,6 +301,9 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
     criterion.to(device)
     optimizer = build_optimizer(config, model, criterion)
     step = 0
+    if config.init_from and not (resume and checkpoint.exists()):
+        start_from_trunk(model, Path(config.init_from))
+        log.info("trunk and head from %s", config.init_from)
     if resume and checkpoint.exists():
         step, _ = load_checkpoint(checkpoint, model, criterion, optimizer)
         if step >= config.iterations and (out / "result.json").exists():
@@ -339,7 +361,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
                     record["precision"] = criterion.precision.detach().cpu().tolist()
                 if (config.eval_every and eval_set is not None and step % config.eval_every == 0
                         and ranks.writes):
-                    record["eval"] = quick_score(model, eval_set, config.eval_images, device)
+                    record["eval"] = quick_score(model, eval_set, config.eval_images, device,
+                                                 kernel=config.eval_kernel)
                 log_file.write(json.dumps(record) + "\n")
                 log_file.flush()
                 bar.set_postfix(loss=f"{record['loss']:.4f}", img_s=f"{record['images_per_s']:.0f}")

@@ -251,3 +251,72 @@ def torch_equal(a, b):
     import torch
 
     return torch.equal(a, b)
+
+
+@pytest.mark.slow
+def test_a_run_that_starts_from_another_takes_its_trunk_and_head_and_waits_for_it(tmp_path):
+    from conftest import write_fake_split
+    from safetensors import safe_open
+
+    from ident3d.baselines.experiment import run_one
+    from ident3d.baselines.train import read_log
+
+    (tmp_path / "go.toml").write_text("""entry_prefix = "Test2026Go"
+[budgets]
+short = { steps = 2, batch_size = 8, lr = 1e-3 }
+still = { steps = 2, batch_size = 8, lr = 1e-9 }
+[data.small]
+render = { n_train = 40, n_test = 40, seed_train = 0, seed_test = 1, resolution = 32 }
+[[runs]]
+name = "trunk"
+data = "small"
+preset = "supervised"
+budget = "short"
+set = { log_every = 1 }
+[[runs]]
+name = "tuned"
+data = "small"
+preset = "smoke"
+budget = "still"
+starts_from = "trunk"
+set = { log_every = 1, eval_every = 1, eval_images = 40, eval_kernel = true }
+""")
+    for split, seed in (("train", 0), ("test", 1)):
+        write_fake_split(tmp_path / "out/data/small", split, n=40, size=32, seed=seed)
+    experiment = load_experiment(tmp_path / "go.toml")
+    runs = {run.folder: run for run in experiment.runs}
+    with pytest.raises(ExperimentError, match="starts_from trunk, which has not finished.*Fix: run trunk"):
+        run_one(experiment, runs["tuned"], tmp_path / "out", "cpu")
+    assert not (tmp_path / "out/runs/tuned").exists()
+    for name in ("trunk", "tuned"):
+        run_one(experiment, runs[name], tmp_path / "out", "cpu")
+    folders = {name: tmp_path / "out/runs" / name for name in runs}
+    config = json.loads((folders["tuned"] / "config.json").read_text())
+    assert config["init_from"] == str((folders["trunk"] / "checkpoint.safetensors").resolve())
+
+    def weights(folder):
+        with safe_open(str(folder / "checkpoint.safetensors"), framework="pt") as f:
+            return {k: f.get_tensor(k) for k in f.keys() if k.startswith("model.")}
+
+    trunk, tuned = weights(folders["trunk"]), weights(folders["tuned"])
+    # a learning rate of 1e-9 for two steps: the trunk's weights, moved by at most rounding
+    for key in (k for k in trunk if k.startswith(("model.backbone.", "model.head.")) and "running" not in k
+                and "num_batches" not in k):
+        assert (tuned[key] - trunk[key]).abs().max() < 1e-6, key
+    assert set(tuned) - set(trunk)  # the box space's own parameter, which the trunk has none of
+    evals = [r["eval"] for r in read_log(folders["tuned"] / "log.jsonl")]
+    assert all(len(e["kernel_r2_per_latent"]) == len(e["linear_r2_per_latent"]) == 10 for e in evals)
+
+
+def test_a_trunk_of_another_shape_is_one_clear_error(tmp_path):
+    from conftest import write_fake_split
+
+    from ident3d.baselines.train import build_model, start_from_trunk, train
+    from ident3d.errors import TrainingError
+
+    write_fake_split(tmp_path / "data", "train", n=40, size=32)
+    train(load_preset("smoke", data=str(tmp_path / "data"), iterations=1, batch_size=8, log_every=1,
+                      checkpoint_every=1, eval_every=0, latent_dim=4), tmp_path / "small")
+    model = build_model(load_preset("smoke"), [0.5] * 3, [0.25] * 3)
+    with pytest.raises(TrainingError, match="init_from .*do not fit this model.*Fix: start from a run of"):
+        start_from_trunk(model, tmp_path / "small/checkpoint.safetensors")

@@ -175,3 +175,29 @@ def test_the_rotations_paragraph_reads_every_evaluation_and_names_the_latents_mi
     assert "v2-normal-box-batch512 (normal-box in batches of 512 pairs" in text and "is not run yet" in text
     assert text.endswith(".")
     assert rotations_paragraph([c for c in curves if c["preset"] == "supervised"]) == ""
+
+
+@pytest.mark.parametrize(("rotations_at_the_end", "reading"), [
+    (0.6, "the rotations stay readable, so the from-scratch runs have not learned them yet"),
+    (0.02, "the rotations decay to 0, so the loss does not keep them at this budget"),
+    (0.3, "partly kept")])
+def test_the_settling_paragraph_reads_the_rotations_against_its_trunk(rotations_at_the_end, reading):
+    from ident3d.baselines.learning_curves import SETTLING_RUN, SETTLING_TRUNK, settling_paragraph
+
+    factors = ["object_x", "rotation_alpha", "rotation_beta", "rotation_gamma"]
+
+    def curve(run, preset, steps, rotation):
+        points = [{"step": s, "linear_r2": 0.5, "mcc": 0.5,
+                   "linear_r2_per_latent": [0.9, rotation(s), rotation(s), rotation(s)],
+                   "kernel_r2_per_latent": [0.9, rotation(s) + 0.01, rotation(s), rotation(s)]}
+                  for s in steps]
+        return {"run": run, "group": run, "preset": preset, "factors": factors, "last_step": steps[-1],
+                "budget": {"steps": steps[-1], "batch_size": 128, "lr": 1e-3}, "points": points, "lambda": []}
+
+    trunk = curve(SETTLING_TRUNK, "supervised", [300, 1500], lambda s: 0.7)
+    tuned = curve(SETTLING_RUN, "normal-box", [100, 600, 1200],
+                  lambda s: 0.7 if s < 1200 else rotations_at_the_end)
+    text = settling_paragraph([trunk, tuned])
+    assert reading in text and "One seed" in text
+    assert "step 1,200: " + " / ".join([f"{100 * rotations_at_the_end:.1f}"] * 3) in text
+    assert "has no kept curve yet" in settling_paragraph([trunk])
