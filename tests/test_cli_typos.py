@@ -52,3 +52,13 @@ def test_the_old_name_of_a_renamed_verb_names_the_new_one(capsys):
         main(["verify", "--data", "data/3dident"])
     assert stop.value.code == 2
     assert "`verify` is now `audit`, with the same options" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["leaderboard", "build", "--check", "-q"],
+                                  ["-q", "leaderboard", "build", "--check"],
+                                  ["leaderboard", "keyring", "list", "--quiet"]])
+def test_the_common_flags_are_taken_after_an_action_too(argv, capsys):
+    from ident3d.cli import build_parser
+
+    args = build_parser().parse_args(argv)
+    assert args.quiet is True

@@ -55,14 +55,30 @@ class Parser(argparse.ArgumentParser):
                      "the options.\n")
 
 
-def common_options() -> argparse.ArgumentParser:
-    """Flags accepted before or after the verb; SUPPRESS keeps a flag given before it."""
-    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
-    common.add_argument("-q", "--quiet", action="store_true", help="no progress bars, warnings only")
-    common.add_argument("-v", "--verbose", action="store_true",
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """Flags accepted before or after the verb and its action; SUPPRESS keeps a flag given before it."""
+    parser.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="no progress bars, warnings only")
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                         help="also show other libraries' information messages (FAISS, Ray, torch)")
-    common.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of an error")
+
+
+def common_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    add_common_options(common)
     return common
+
+
+def _actions_take_common_options(parser: argparse.ArgumentParser) -> None:
+    """Give every action of a verb (``leaderboard build``, ``synthetic run``, ...) the common flags."""
+    for action in parser._actions:  # argparse keeps its subcommands here and nowhere public
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                if "--quiet" not in child._option_string_actions:
+                    add_common_options(child)
+                _actions_take_common_options(child)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                            parents=[common_options()])
         module.add_arguments(p)
         p.set_defaults(run=module.run)
+    _actions_take_common_options(parser)
     return parser
 
 
