@@ -14,6 +14,7 @@ from ident3d.leaderboard.ranking import (
     placement,
     rank_key,
     rank_labels,
+    reference,
     scores,
     status,
 )
@@ -65,6 +66,27 @@ def standing(table: list[Row], position: int, label: str) -> str:
                    "model file)")
 
 
+def against_references(table: list[Row], candidate: Row) -> str:
+    """Where the candidate stands against its table's floor (the pixel read-out: no learning) and
+    topline (trained on the latents), by MCC and linear R² as the rank reads them."""
+    mine = scores(candidate)
+    parts = []
+    marks = (("floor", "the pixel read-out, no learning"), ("topline", "trained on the latents"))
+    for mark, meaning in marks:
+        rows = [row for row in table if reference(row) == mark and row is not candidate]
+        if not rows:
+            parts.append(f"this table marks no {mark} ({meaning}; a row verified in the first record format "
+                         "does not sign what it is)")
+            continue
+        ref = rows[0]
+        theirs = scores(ref)
+        side = "above" if rank_key(candidate)[1:] < rank_key(ref)[1:] else "below"
+        parts.append(f"{side} the {mark} {ref['id']} ({meaning}: MCC {percent(theirs['mcc_pearson'])}, R² "
+                     f"{percent(theirs['linear_r2'])}; the candidate MCC {percent(mine['mcc_pearson'])}, R² "
+                     f"{percent(mine['linear_r2'])})")
+    return "Against the references: " + "; ".join(parts) + "."
+
+
 def per_latent(entry: Row) -> dict[str, dict[str, float | None]]:
     return {row["factor"]: row for row in latent_scores(entry) or []}
 
@@ -73,7 +95,7 @@ def report(entries: list[Row], candidate: Row, label: str, wide: bool = False) -
     rank, size, table = placement(entries, candidate)
     labels = rank_labels(table)
     candidate = table[rank - 1]  # the table's own row for it
-    lines = [fill(standing(table, rank, label), WIDTH)]
+    lines = [fill(standing(table, rank, label), WIDTH), fill(against_references(table, candidate), WIDTH)]
     if candidate["dataset"].startswith("custom:"):
         lines.append("(custom data: no track verified this split, so only results on the very same "
                      "data share this table; see `ident3d tracks`)")

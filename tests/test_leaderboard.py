@@ -862,3 +862,19 @@ def test_an_archived_entry_is_listed_with_its_reason_and_ranked_nowhere(tmp_path
     # every column the tables and the page can show has a meaning in the legend
     shown = {m.name for m in (*metric_columns(), *columns())} | {"rank", "name", "positives", "status"}
     assert shown <= set(meanings())
+
+
+def test_compare_names_the_floor_and_the_topline_it_stands_between():
+    from ident3d.leaderboard.compare import against_references
+
+    table = ranked_tables(load_entries())[("3dident-v2-64-ood@1", "ident3d-eval-v1")]
+    floor = next(row for row in table if reference(row) == "floor")
+    topline = next(row for row in table if reference(row) == "topline")
+    between = {**floor, "id": "Doe2026Between", "positives": "latent", "loss": "InfoNCE",
+               "metrics": {k: (floor["metrics"][k] + topline["metrics"][k]) / 2
+                           for k in ("linear_r2", "mcc_pearson")}}
+    text = against_references(table, between)
+    assert f"above the floor {floor['id']}" in text and f"below the topline {topline['id']}" in text
+    below = {**between, "metrics": {"linear_r2": 0.01, "mcc_pearson": 0.01}}
+    assert f"below the floor {floor['id']}" in against_references(table, below)
+    assert "marks no floor" in against_references([topline], between)
