@@ -287,6 +287,9 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, progress: 
     distributed.wait_for_all(ranks)  # every process has checked the folder before rank 0 writes to it
     if ranks.writes:
         out.mkdir(parents=True, exist_ok=True)
+        atomic.write_json(out / "processes.json", {"world_size": ranks.world,  # how it was trained, this time
+                                                   "per_rank_batch": config.batch_size // ranks.world,
+                                                   "global_batch": config.batch_size})
         atomic.write_json(out / "config.json", config.to_json())
         log.info("config %s", json.dumps(config.to_json(), sort_keys=True))
     note = None if resume and checkpoint.exists() else cpu_cost_note(config, train_set.image_shape[0], device)

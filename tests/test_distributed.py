@@ -1,6 +1,7 @@
 """Training one model with several processes (torchrun, DistributedDataParallel over gloo on the CPU):
 the same steps as one process with the global batch, rank 0 alone writes, and a killed run resumes."""
 
+import json
 import os
 import re
 import signal
@@ -126,7 +127,10 @@ def test_rank_0_alone_writes_one_log_and_one_run_folder(two_processes):
     assert [r["step"] for r in log] == list(range(1, STEPS + 1))
     assert len({round(r["loss"], 4) for r in log}) > 1, "the loss never changed"
     assert sorted(p.name for p in two_processes.iterdir()) == [
-        "checkpoint.safetensors", "config.json", "encoder.pt2", "encoder.safetensors", "log.jsonl"]
+        "checkpoint.safetensors", "config.json", "encoder.pt2", "encoder.safetensors", "log.jsonl",
+        "processes.json"]
+    assert json.loads((two_processes / "processes.json").read_text()) == {
+        "world_size": 2, "per_rank_batch": BATCH // 2, "global_batch": BATCH}
 
 
 @pytest.mark.slow
