@@ -24,6 +24,10 @@ def splits_under(root: Path | str, splits: list[str] | None = None) -> list[str]
     from ident3d.errors import DatasetError
 
     root = Path(root)
+    if (root / "raw_latents.npy").exists():  # a split folder given where its dataset root was meant
+        with_split = "" if splits else f" (with --split {root.name})"
+        raise DatasetError(f"{root}: this is the split {root.name!r} itself, not a dataset root. Fix: pass "
+                           f"its parent, --data {root.parent}{with_split}.")
     found = splits or sorted(p.parent.name for p in root.glob("*/raw_latents.npy"))
     if found:
         return found

@@ -62,3 +62,18 @@ def test_the_common_flags_are_taken_after_an_action_too(argv, capsys):
 
     args = build_parser().parse_args(argv)
     assert args.quiet is True
+
+
+def test_a_track_called_by_its_nickname_names_it_before_any_image_is_read(tmp_path, capsys):
+    assert main(["audit", "--data", str(tmp_path / "nowhere"), "--track", "cpu-track"]) != 0
+    err = capsys.readouterr().err
+    assert "unknown track 'cpu-track'" in err and "Did you mean '3dident-v2-64@1' (the CPU track)?" in err
+    assert "nowhere" not in err  # the track is judged first
+
+
+def test_a_split_folder_given_as_the_dataset_root_is_named_as_such(fake_split, capsys):
+    root, split = fake_split, fake_split / "train"
+    assert main(["audit", "--data", str(split), "--quick"]) != 0
+    err = capsys.readouterr().err
+    assert f"this is the split '{split.name}' itself, not a dataset root" in err
+    assert f"--data {root} (with --split {split.name})" in err

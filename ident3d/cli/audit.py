@@ -63,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
     from ident3d.integrity import check_integrity
     from ident3d.layout import splits_under
 
+    if args.track:  # an unknown track is said before any image is read
+        from ident3d.tracks import get_track
+
+        get_track(args.track)
     splits = splits_under(args.data, args.split)
     if args.full and (args.quick or not args.track):
         print("error: --full re-renders every image of a track's split, so it needs --track and excludes "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -55,6 +56,12 @@ class Track:
     def id(self) -> str:
         return f"{self.name}@{self.version}"
 
+    @property
+    def nickname(self) -> str | None:
+        """What the docs call the track, from its title's brackets ("CPU track"), or None."""
+        found = re.search(r"\(([^)]*track)\)$", self.title)
+        return found[1] if found else None
+
     def pixel_settings(self) -> dict[str, Any]:
         """What a manifest's ``render_settings`` must equal for images of this track."""
         return {**self.render, "resolution": self.resolution}
@@ -78,13 +85,20 @@ def tracks() -> dict[str, Track]:
     return out
 
 
+def _plain(text: str) -> str:
+    return re.sub(r"[\s_-]+", " ", text.strip().lower())
+
+
 def get_track(name: str) -> Track:
     """A track by ``NAME`` or ``NAME@VERSION``."""
     base, _, version = name.partition("@")
     track = tracks().get(base)
     if track is None or (version and version != str(track.version)):
         known = [t.id for t in tracks().values()]
-        hint = did_you_mean(name, known + [t.name for t in tracks().values()])
+        called = {_plain(t.nickname): t for t in tracks().values() if t.nickname}
+        nicknamed = called.get(_plain(base))
+        hint = (f" Did you mean {nicknamed.id!r} (the {nicknamed.nickname})?" if nicknamed
+                else did_you_mean(name, known + [t.name for t in tracks().values()]))
         raise TrackError(f"unknown track {name!r}; known: {', '.join(known)}.{hint} "
                          "Fix: run `ident3d tracks`.")
     return track
