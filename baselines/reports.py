@@ -177,7 +177,7 @@ def _blocks() -> list[Block]:
 
 
 def _files() -> list[Files]:
-    from ident3d.baselines import learning_curves, ood_report, traversal_figures
+    from ident3d.baselines import flag_calibration, learning_curves, ood_report, traversal_figures
     from ident3d.baselines.synthetic import report as synthetic
     from ident3d.leaderboard.markdown import render_markdown
     from ident3d.leaderboard.site import render_site
@@ -193,6 +193,7 @@ def _files() -> list[Files]:
             s.synthetic, shown_as=s.synthetic.relative_to(s.root).as_posix())}),
         Files("synthetic-figures", lambda s: _in(f"docs/{synthetic.FIGURES}", synthetic.figures(s.synthetic)),
               folder=f"docs/{synthetic.FIGURES}"),
+        Files("flag-rate", lambda s: {"ident3d/flag_rate.json": flag_calibration.rate_file()}),
         Files("leaderboard", lambda s: {"LEADERBOARD.md": render_markdown(s.entries),
                                         "leaderboard/site/index.html": render_site(s.entries)}),
         *(Files(Path(path).stem, lambda s, path=path, figure=figure: {path: figure})

@@ -23,6 +23,7 @@ import torch
 from tqdm import tqdm
 
 from ident3d import fresh as fresh_module
+from ident3d import gap_test
 from ident3d.batching import image_batch
 from ident3d.datasets import ThreeDIdent
 from ident3d.devices import resolve_device
@@ -426,4 +427,5 @@ def _score_draw(public: ScoredSplit, draw: RenderedDraw, progress: bool) -> dict
             "render_s": round(draw.render_s, 3),
             "score_s": round(draw.encode_s + time.perf_counter() - began, 3),
             **reported, "gap": gap, **({"regions": regions} if regions else {}),
-            "memorised": any(fresh_module.flagged(part) for part in (gap, *(r["gap"] for r in regions)))}
+            "test": gap_test.described(),
+            "memorised": fresh_module.judge([gap, *(r["gap"] for r in regions)])}

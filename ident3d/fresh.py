@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ident3d import metrics
+from ident3d import gap_test, metrics
 from ident3d.errors import DatasetError
 from ident3d.protocols import ScoringProtocol, gap_metrics, pair_rows
 from ident3d.tracks import Track
@@ -134,6 +134,12 @@ class Readout:
         """The means as the protocol takes them (R² clipped per latent or after the mean)."""
         return {key: self.protocol.mean(values) for key, values in per.items()}
 
+    def row_statistics(self, z: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """The per-row quantities the memorisation test sums (``gap_test``) under these read-outs."""
+        matched = np.where(self.assignment >= 0, np.maximum(self.assignment, 0), 0)
+        features = h[:, matched] * (self.assignment >= 0)  # an unmatched latent reads a zero feature
+        return gap_test.row_statistics(z, self.linear.predict(h), features)
+
     def resampled(self, z: np.ndarray, h: np.ndarray, draws: int, rng: np.random.Generator,
                   paired: bool = False) -> dict[str, np.ndarray]:
         """Each gap metric's mean over ``draws`` resamples (with replacement) of the scored rows; of
@@ -152,16 +158,19 @@ class Readout:
 def memorisation_gap(readout: Readout, public: tuple[np.ndarray, np.ndarray],
                      fresh: tuple[np.ndarray, np.ndarray], seed: int,
                      draws: int = BOOTSTRAP_DRAWS, paired: bool = False) -> dict[str, dict[str, Any]]:
-    """Per gap metric: the public score rows' and the fresh draw's scores under the same read-out,
-    the fresh score's 95% interval, the gap (public minus fresh) and its 95% percentile-bootstrap
-    interval, and whether it lies above chance (the interval excludes 0 on the positive side).
+    """Per gap metric: the public score rows' and the fresh draw's scores under the same read-out
+    (the protocol's means), the fresh score's 95% interval, the gap (public minus fresh) with its 95%
+    percentile-bootstrap interval (how large it is), and the memorisation test's one-sided p-value
+    (``ident3d.gap_test``: whether it is larger than chance; ``judge`` adjusts it across a result).
     ``paired``: both sets hold pairs as rows 2k and 2k + 1 (a content/style track; the protocols keep
-    a pair's rows together and adjacent), resampled by pair."""
+    a pair's rows together and adjacent), resampled and relabelled by pair."""
     rng = np.random.default_rng([seed, 1])
     on_public = readout.resampled(*public, draws, rng, paired)
     on_fresh = readout.resampled(*fresh, draws, rng, paired)
     public_means = readout.means(readout.per_latent(*public))
     fresh_means = readout.means(readout.per_latent(*fresh))
+    tested = gap_test.permutation_p(readout.row_statistics(*public), readout.row_statistics(*fresh),
+                                    public[0].shape[1], seed, paired=paired)
     out = {}
     for key in gap_metrics():
         low, high = np.quantile(on_public[key] - on_fresh[key], [0.025, 0.975])
@@ -169,11 +178,15 @@ def memorisation_gap(readout: Readout, public: tuple[np.ndarray, np.ndarray],
         out[key] = {"public": public_means[key], "fresh": fresh_means[key],
                     "fresh_ci95": [float(fresh_low), float(fresh_high)],
                     "gap": public_means[key] - fresh_means[key], "ci95": [float(low), float(high)],
-                    "above_chance": bool(low > 0)}
+                    **tested[key]}
     return out
 
 
-def flagged(gap: dict[str, dict[str, Any]]) -> bool:
-    """The memorisation flag's rule: a gap interval of either metric wholly above 0 (its false-alarm
-    rate and power are measured by ``ident3d.baselines.flag_calibration``, docs/submissions.md)."""
-    return any(metric["above_chance"] for metric in gap.values())
+def judge(gaps: list[dict[str, dict[str, Any]]]) -> bool:
+    """The memorisation flag of a fresh section whose gaps (the test split's, then each region's) are
+    ``gaps``: Holm-adjust their p-values together in place (each metric gets ``p_holm`` and
+    ``above_chance``) and say whether any is at most ``gap_test.LEVEL``. Its false-alarm rate on splits
+    no model saw and its power are measured by ``ident3d.baselines.flag_calibration``
+    (docs/submissions.md)."""
+    gap_test.adjust(gaps)
+    return any(metric["above_chance"] for gap in gaps for metric in gap.values())

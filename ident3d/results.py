@@ -8,13 +8,13 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from ident3d import atomic
+from ident3d import atomic, gap_test
 from ident3d.errors import ResultError
 from ident3d.protocols import METRICS, REGISTRY, Metric, per_latent_metrics
 
@@ -101,9 +101,10 @@ class Result:
                 low, high = (100 * v for v in g["ci95"])
                 lines.append(f"  {where}{key}: public {100 * g['public']:.2f}, fresh {100 * g['fresh']:.2f} "
                              f"(95% {100 * g['fresh_ci95'][0]:.2f} to {100 * g['fresh_ci95'][1]:.2f}); gap "
-                             f"{100 * g['gap']:+.2f} [{low:+.2f}, {high:+.2f}]")
+                             f"{100 * g['gap']:+.2f} [{low:+.2f}, {high:+.2f}]"
+                             + (f", one-sided p {g['p']:.3f}" if "p" in g else ""))
         for where, gap in (("", fresh["gap"]), *((f"{r['split']}: ", r["gap"]) for r in regions)):
-            lines.append(f"  {where}{gap_verdict(gap)}")
+            lines.append(f"  {where}{gap_verdict(fresh, gap, self.document['protocol'])}")
         return lines
 
     def destination(self, path: Path) -> str:
@@ -116,20 +117,19 @@ class Result:
                 "<Author><Year><FirstWord>`")
 
 
-def gap_verdict(gap: dict[str, dict[str, Any]]) -> str:
-    """The gap's sentence, following its intervals in both directions. The gap shows whether the
-    public split scores above unseen images; it cannot see a model that recognises public images and
-    answers them at its fresh level, which is why ranks use the fresh score, never the public one."""
+def gap_verdict(fresh: Mapping[str, Any], gap: dict[str, dict[str, Any]], protocol: str) -> str:
+    """The sentence of one of a fresh section's gaps: the memorisation test's verdict
+    (``ident3d.gap_test``), or for a result judged before it the old rule's (a bootstrap interval of
+    either metric wholly above 0), said to be that. The gap cannot see a model that recognises public
+    images and answers them at its fresh level, which is why ranks use the fresh score."""
+    if "test" in fresh:
+        return gap_test.verdict(gap, protocol)
     above = [key for key, g in gap.items() if g["ci95"][0] > 0]
-    below = [key for key, g in gap.items() if g["ci95"][1] < 0]
+    old = "old test, before its false-alarm rate was held: docs/submissions.md"
     if above:
-        return (f"the public split scores above unseen images beyond chance ({', '.join(above)}: the "
-                "interval excludes 0): the model may have memorised it")
-    if below:
-        return (f"the public split scores below unseen images beyond chance ({', '.join(below)}: the "
-                "interval excludes 0); no sign of memorisation, and the rank uses the fresh score")
-    return ("the public and fresh scores agree within their intervals; this catches memorisation of the "
-            "public split, not a model that adapts its answers to it, so the rank uses the fresh score")
+        return (f"flagged ({', '.join(above)}: interval above 0; {old}): the model may have memorised it; "
+                "a warning only, the rank uses the fresh score")
+    return f"not flagged ({old}); the rank uses the fresh score"
 
 
 def shipped_schema(package: str, name: str) -> dict[str, Any]:

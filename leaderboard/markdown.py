@@ -92,7 +92,7 @@ def _status(entry: Row) -> str:
         gap = draw["gap"]["linear_r2"]
         words += (f" (fresh draw of {draw['n']:,} images; public R² {percent(gap['public'])}, gap "
                   f"{100 * gap['gap']:+.2f} [{100 * gap['ci95'][0]:+.2f}, {100 * gap['ci95'][1]:+.2f}]"
-                  + f"; {gap_verdict(draw['gap'])})")
+                  + f"; {gap_verdict(draw, draw['gap'], entry['protocol'])})")
     return words + (f" ({text(entry['footnote'])})" if entry["footnote"] else "")
 
 

@@ -37,7 +37,8 @@ def page_row(row: Row) -> dict:
     shown["metrics"] = dict(scores(row))  # a verified row's fresh draw
     draw = fresh_draw(row)
     shown["fresh"] = {"n": draw["n"], "public": row["metrics"], "gap": draw["gap"],
-                      "memorised": draw["memorised"], "verdict": gap_verdict(draw["gap"])} if draw else None
+                      "memorised": draw["memorised"],
+                      "verdict": gap_verdict(draw, draw["gap"], row["protocol"])} if draw else None
     shown["companions"] = companion_metrics(row)  # DCI, extrapolation and OOD, where the result has them
     if "runs" in row:
         shown["runs"] = [page_row(run) for run in row["runs"]]

@@ -8,41 +8,47 @@ import pytest
 import torch
 from conftest import write_fake_split
 
+from ident3d import gap_test
 from ident3d.baselines import flag_calibration
 from ident3d.baselines.lookup import PartialLookup, export_lookup
 
 
-def gap(above_r2: bool, above_mcc: bool, mcc_gap: float = 0.01) -> dict:
-    def metric(above, value):
-        return {"public": 0.5, "fresh": 0.5 - value, "fresh_ci95": [0.4, 0.6], "gap": value,
-                "ci95": [value - 0.01, value + 0.01] if above else [-0.02, 0.02], "above_chance": above}
-    return {"linear_r2": metric(above_r2, 0.0), "mcc_pearson": metric(above_mcc, mcc_gap)}
+def record(honest_flags: dict[str, int], splits: int = 500) -> dict:
+    def row(flagged):
+        return {"splits": splits, "flagged": flagged, "n_public": 904, "n_fresh": 2000,
+                "mean_gap": {"linear_r2": 0.001, "mcc_pearson": -0.002}}
+
+    return {"schema": flag_calibration.SCHEMA, "track": "3dident-v2-64@1", "n_fresh": 2000, "aa_images": 5000,
+            "aa_seed": 7, "test": gap_test.described(), "models": {
+                "pixels": {"kind": "honest", "sha256": "0" * 64,
+                           "protocols": {p: row(k) for p, k in honest_flags.items()}},
+                "random-cnn": {"kind": "honest", "sha256": "2" * 64,
+                               "protocols": {p: row(0) for p in honest_flags}},
+                "lookup": {"kind": "memoriser", "sha256": "1" * 64,
+                           "protocols": {p: row(splits) for p in honest_flags}}}}
 
 
-def test_the_table_counts_what_the_record_holds_with_exact_intervals(tmp_path):
-    def rows(flags):
-        return [{"draw": k, "gap": gap(False, f), "flagged": f} for k, f in enumerate(flags)]
-
-    record = {"track": "3dident-v2-64@1", "n": 2000, "draws": [{"seed": k} for k in range(5)], "models": {
-        "pixels": {"kind": "honest", "sha256": "0" * 64, "protocols": {
-            "ident3d-eval-v1": rows([False] * 5), "cl-ica-2021": rows([True] + [False] * 4)}},
-        "lookup": {"kind": "memoriser", "sha256": "1" * 64,
-                   "protocols": {"ident3d-eval-v1": rows([True] * 5)}}}}
+def test_the_table_pools_honest_models_per_protocol_with_exact_intervals_and_judges_the_goal(tmp_path):
     path = tmp_path / "record.json"
-    path.write_text(json.dumps(record))
+    path.write_text(json.dumps(record({"cl-ica-2021": 12, "ident3d-eval-v1": 60})))
     text = flag_calibration.markdown(path)
-    assert "| pixels | honest | cl-ica-2021 | 5 | 1 | 1/5 = 20% [1, 72] | +0.00 | +1.00 |" in text
-    assert "False alarms on honest models: 1/10 = 10% [0, 45]." in text
-    assert "Power against lookup: 5/5 = 100% [48, 100]." in text
-    assert "not decidable at this budget" in text  # 10 draws cannot show a rate below 5%
+    assert "| pixels | honest | cl-ica-2021 | 904 / 2,000 | 500 | 12 | 12/500 = 2.4% [1.2, 4.2] |" in text
+    assert "- cl-ica-2021: false alarms on honest models 12/1000 = 1.2% [0.6, 2.1]: meets the goal" in text
+    assert "- ident3d-eval-v1: false alarms on honest models 60/1000 = 6.0% [4.6, 7.7]: does not meet" in text
+    assert "- power against lookup: cl-ica-2021 500/500 = 100.0% [99.3, 100.0]" in text
+    rates = json.loads(flag_calibration.rate_file(path))
+    assert rates["protocols"]["cl-ica-2021"] == {"flagged": 12, "splits": 1000, "ci95": [0.0062, 0.0209]}
     low, high = flag_calibration.clopper_pearson(0, 72)
-    assert low == 0 and high < 0.051  # about 72 clean draws would
+    assert low == 0 and high < 0.051
 
 
-def test_the_flag_fires_on_an_interval_wholly_above_zero_of_either_metric():
-    from ident3d.fresh import flagged
+def test_the_evaluator_quotes_the_committed_rate_as_the_calibration_measured_it():
+    from importlib.resources import files
 
-    assert flagged(gap(False, True)) and flagged(gap(True, False)) and not flagged(gap(False, False))
+    committed = json.loads(files("ident3d").joinpath("flag_rate.json").read_text())
+    assert committed == json.loads(flag_calibration.rate_file())
+    for protocol, row in committed["protocols"].items():
+        assert f"{100 * row['flagged'] / row['splits']:.1f}%" in gap_test.false_alarms(protocol)
 
 
 def test_the_partial_memoriser_recalls_only_the_images_it_stored(tmp_path):
@@ -69,14 +75,12 @@ def test_a_model_argument_names_an_existing_file(tmp_path):
 
 
 @pytest.mark.blender
-@pytest.mark.slow
 def test_a_model_file_other_than_the_one_the_record_measured_is_refused(cpu_track_data, tmp_path):
-    record = {"track": "3dident-v2-64@1", "n": 2000, "draws": [], "models": {
-        "pixels": {"kind": "honest", "sha256": "0" * 64, "protocols": {}}}}
+    kept = record({"cl-ica-2021": 0})
     path, model = tmp_path / "record.json", tmp_path / "pixels.pt2"
-    path.write_text(json.dumps(record))
+    path.write_text(json.dumps(kept))
     model.write_bytes(b"another model")
     with pytest.raises(Exception, match="measured another honest model as 'pixels'"):
-        flag_calibration.measure(cpu_track_data, tmp_path / "out", {"pixels": (model, "honest")}, draws=0,
+        flag_calibration.measure(cpu_track_data, tmp_path / "out", {"pixels": (model, "honest")}, splits=0,
                                  record_path=path)
-    assert json.loads(path.read_text()) == record  # nothing written
+    assert json.loads(path.read_text()) == kept and not (tmp_path / "out").exists()  # nothing written

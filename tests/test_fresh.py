@@ -41,7 +41,8 @@ def test_a_memorising_model_collapses_on_a_fresh_draw_and_is_flagged(cpu_track_d
     assert fresh["seed_source"] == "entropy" and fresh["n"] == FRESH and fresh["memorised"]
     assert fresh["metrics"]["linear_r2"] < 0.8  # far below its public score
     gap = fresh["gap"]["linear_r2"]
-    assert gap["ci95"][0] > 0.1 and gap["above_chance"]
+    assert fresh["test"]["name"] == "ident3d-gap-test/1" and gap["p"] < 0.001  # the smallest p of 1,999
+    assert gap["ci95"][0] > 0.1 and gap["above_chance"] and gap["p_holm"] <= fresh["test"]["level"]
 
 
 def test_an_honest_model_keeps_its_score_and_a_revealed_draw_re_renders(cpu_track_data, tmp_path,
@@ -211,7 +212,7 @@ def test_the_memorising_model_is_not_a_verified_rank_one(cpu_track_data, lookup_
     rank = next(i for i, row in enumerate(table, 1) if row["id"] == "Mallory2026Lookup")
     assert rank > 1, "a lookup table of the public split ranked first"
     line = next(line for line in render_markdown(board).splitlines() if "`Mallory2026Lookup`" in line)
-    assert "may have memorised it" in line and "signed by tester" in line
+    assert "may have memorised it" in line and "signed by tester" in line and "false alarms" in line
     capsys.readouterr()
 
     seed = entry["result"]["fresh"]["seed"]

@@ -244,13 +244,14 @@ def test_a_verified_row_shows_only_what_its_fresh_draw_measured(board):
 
 
 @pytest.mark.parametrize(("low", "high", "words"), [
-    (0.01, 0.05, "may have memorised it"), (-0.0272, -0.0043, "scores below unseen images beyond chance"),
-    (-0.01, 0.02, "not a model that adapts its answers to it")])
-def test_the_gap_sentence_follows_its_interval_both_ways(low, high, words):
+    (0.01, 0.05, "may have memorised it"), (-0.0272, -0.0043, "not flagged (old test"),
+    (-0.01, 0.02, "not flagged (old test")])
+def test_a_gap_judged_before_the_test_says_it_is_the_old_rule(low, high, words):
     gap = {"mcc_pearson": {"ci95": [low, high]}, "linear_r2": {"ci95": [min(low, 0.0), max(high, 0.0)]}}
-    assert words in gap_verdict(gap)
-    if high < 0:
-        assert "agree" not in gap_verdict(gap)
+    assert words in gap_verdict({"gap": gap}, gap, "cl-ica-2021")
+    assert "old test, before its false-alarm rate was held" in gap_verdict({"gap": gap}, gap, "cl-ica-2021")
+    judged = {"linear_r2": {"p_holm": 0.5, "above_chance": False}}
+    assert "memorisation test: not flagged" in gap_verdict({"test": {}}, judged, "cl-ica-2021")
 
 
 def test_a_signed_record_names_what_was_measured(board):
