@@ -309,8 +309,13 @@ def settling_paragraph(curves: list[dict[str, Any]]) -> str:
             f"Held-out R² of the rotations, linear (kernel), in percent: {trajectory}; the other "
             f"{len(others)} latents read {_percent_range([last['linear_r2_per_latent'][j] for j in others])} "
             f"at step {last['step']:,}. The weakest rotation's better read-out goes from "
-            f"{100 * began:.1f} % to {100 * kept:.1f} %: {reading}. One seed: what this run shows, not a "
-            "verdict with an interval.")
+            f"{100 * began:.1f} % to {100 * kept:.1f} %: "
+            + (reading if tuned["last_step"] >= budget["steps"] else
+               f"the run stopped at step {tuned['last_step']:,} of {budget['steps']:,} (the session's time "
+               "ran out; `python -m ident3d.baselines.experiment baselines/cpu_track.toml OUT --runs "
+               f"{SETTLING_TRUNK} {SETTLING_RUN}` trains it to the end), so neither reading is decided yet; "
+               "so far the numbers point to: " + reading)
+            + ". One seed: what this run shows, not a verdict with an interval.")
 
 
 def section(curves: list[dict[str, Any]]) -> str:

@@ -201,3 +201,8 @@ def test_the_settling_paragraph_reads_the_rotations_against_its_trunk(rotations_
     assert reading in text and "One seed" in text
     assert "step 1,200: " + " / ".join([f"{100 * rotations_at_the_end:.1f}"] * 3) in text
     assert "has no kept curve yet" in settling_paragraph([trunk])
+    assert "stopped at step" not in text
+    stopped = curve(SETTLING_RUN, "normal-box", [100, 400], lambda s: 0.7)
+    stopped["budget"]["steps"] = 1200
+    assert "the run stopped at step 400 of 1,200" in settling_paragraph([trunk, stopped])
+    assert "neither reading is decided yet" in settling_paragraph([trunk, stopped])
